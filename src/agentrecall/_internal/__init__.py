@@ -1,0 +1,1 @@
+"""Private helpers shared by the layers above; nothing here is public API."""

@@ -1,0 +1,59 @@
+"""The exceptions agentrecall raises.
+
+Every exception raised on purpose derives from one root::
+
+    AgentRecallError
+    ├── StorageError            a backend's I/O failed (file, directory, database)
+    ├── InvalidArgumentError    a call or a constructor got a value it cannot use (also ValueError)
+    ├── InvalidFileError        a store's file exists but cannot be used (also ValueError)
+    └── AggregateMemoryError    several independent operations failed; ``errors`` holds each cause
+
+``InvalidArgumentError`` and ``InvalidFileError`` also subclass ``ValueError`` because the
+reference implementation raises ``ValueError`` in those cases, so code written against it keeps
+working. Backend failures are chained (``raise ... from``) so the original ``OSError`` stays
+reachable as ``__cause__``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "AgentRecallError",
+    "AggregateMemoryError",
+    "InvalidArgumentError",
+    "InvalidFileError",
+    "StorageError",
+]
+
+
+class AgentRecallError(Exception):
+    """Root of every exception agentrecall raises on purpose."""
+
+
+class StorageError(AgentRecallError):
+    """A backend could not read, write, list or delete; the message names what and where."""
+
+
+class InvalidArgumentError(AgentRecallError, ValueError):
+    """An argument has a value the call cannot use; the message names the argument."""
+
+
+class InvalidFileError(AgentRecallError, ValueError):
+    """A store's backing file exists but cannot be used; it is never overwritten.
+
+    Attributes:
+        path: the file, as the store addresses it.
+    """
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class AggregateMemoryError(AgentRecallError):
+    """Several independent operations failed; each underlying exception is in ``errors``."""
+
+    def __init__(self, message: str, errors: Sequence[BaseException]) -> None:
+        super().__init__(message)
+        self.errors: list[BaseException] = list(errors)

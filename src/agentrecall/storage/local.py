@@ -1,0 +1,201 @@
+"""Storage in a directory of the local file system, written durably."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from agentrecall._internal.filelock import acquire_lock_file
+from agentrecall.errors import StorageError
+from agentrecall.storage.base import (
+    SearchHits,
+    Version,
+    normalize_key,
+    normalize_prefix,
+)
+from agentrecall.storage.keyword import keyword_search
+
+TEMP_PREFIX = ".__agentrecall_tmp_"
+LOCK_PREFIX = ".__agentrecall_lock_"
+# Files the storage keeps for itself, and the reference's own temp and index files.
+_PRIVATE_PREFIXES = (".__agentrecall_", ".__strands_")
+
+
+class LocalFileStorage:
+    """Each key is a file under ``base_dir``; ``/`` in a key makes sub-directories.
+
+    Guarantees:
+
+    * a write is atomic and durable: the bytes go to a temp file in the target directory, which
+      is fsynced, renamed over the target, and the directory is fsynced, so after ``write``
+      returns the new bytes survive a crash and a reader never sees a partial file;
+    * a failed write leaves the previous bytes and no temp file behind;
+    * reading an absent key (or one below a regular file) gives ``None``; every other failure
+      is a :class:`~agentrecall.errors.StorageError` naming the file, with the ``OSError`` chained.
+
+    Blocking work runs in a worker thread, never on the event loop.
+    """
+
+    ephemeral = False
+
+    def __init__(self, base_dir: str | os.PathLike[str] = "./.agentrecall/") -> None:
+        self.base_dir = os.path.normpath(os.fspath(base_dir))
+        self.namespaced = False
+
+    def namespace(self, prefix: str) -> LocalFileStorage:
+        """Return a storage rooted at the sub-directory ``prefix`` of this one."""
+        view = LocalFileStorage(os.path.join(self.base_dir, normalize_key(prefix)))
+        view.namespaced = True
+        return view
+
+    def path_of(self, key: str) -> str:
+        """Return the file that holds ``key``."""
+        return os.path.join(self.base_dir, *normalize_key(key).split("/"))
+
+    def describe(self, key: str) -> str:
+        """Return the file that holds ``key``."""
+        return self.path_of(key)
+
+    def version_blocking(self, key: str) -> Version:
+        """Return ``(inode, size, mtime_ns)`` of the key's file, or ``None`` if absent."""
+        path = self.path_of(key)
+        try:
+            info = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as error:
+            raise StorageError(f"cannot read '{path}': {error.strerror or error}") from error
+        return (info.st_ino, info.st_size, info.st_mtime_ns)
+
+    def read_blocking(self, key: str) -> tuple[bytes | None, Version]:
+        """Return the file's bytes and the version of exactly those bytes."""
+        path = self.path_of(key)
+        try:
+            with open(path, "rb") as handle:
+                info = os.fstat(handle.fileno())
+                data = handle.read()
+        except (FileNotFoundError, NotADirectoryError):
+            return None, None
+        except OSError as error:
+            raise StorageError(f"cannot read '{path}': {error.strerror or error}") from error
+        return data, (info.st_ino, info.st_size, info.st_mtime_ns)
+
+    def write_blocking(self, key: str, data: bytes) -> Version:
+        """Write durably (see the class docstring) and return the new version."""
+        path = self.path_of(key)
+        directory = os.path.dirname(path)
+        temp = os.path.join(directory, f"{TEMP_PREFIX}{uuid.uuid4().hex}")
+        try:
+            os.makedirs(directory, exist_ok=True)
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+                info = os.fstat(fd)
+            finally:
+                os.close(fd)
+            os.replace(temp, path)
+            _fsync_directory(directory)
+        except OSError as error:
+            _remove_quietly(temp)
+            raise StorageError(f"cannot write '{path}': {error.strerror or error}") from error
+        # rename keeps the inode, size and mtime, so the temp file's identity is the target's.
+        return (info.st_ino, info.st_size, info.st_mtime_ns)
+
+    @contextmanager
+    def lock_blocking(self, key: str) -> Iterator[None]:
+        """Hold the cross-process writers' lock of ``key`` (a sidecar file beside it)."""
+        path = self.path_of(key)
+        directory, name = os.path.split(path)
+        try:
+            os.makedirs(directory, exist_ok=True)
+            fd = acquire_lock_file(os.path.join(directory, f"{LOCK_PREFIX}{name}"))
+        except OSError as error:
+            raise StorageError(
+                f"cannot write '{path}': cannot lock it ({error.strerror or error})"
+            ) from error
+        try:
+            yield
+        finally:
+            os.close(fd)
+
+    def delete_blocking(self, key: str) -> None:
+        """Remove the key's file; an absent file is not an error."""
+        path = self.path_of(key)
+        try:
+            os.remove(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        except OSError as error:
+            raise StorageError(f"cannot delete '{path}': {error.strerror or error}") from error
+
+    def list_blocking(self, prefix: str = "") -> list[str]:
+        """Return the keys starting with ``prefix``, sorted, leaving out private files."""
+        wanted = normalize_prefix(prefix)
+        start = self.base_dir
+        # Walk only the deepest directory the prefix names, not the whole tree.
+        for segment in wanted.split("/")[:-1]:
+            start = os.path.join(start, segment)
+        if not os.path.isdir(start):
+            return []
+        keys: list[str] = []
+        try:
+            for root, _dirs, files in os.walk(start, onerror=_raise):
+                for name in files:
+                    if name.startswith(_PRIVATE_PREFIXES):
+                        continue
+                    relative = os.path.relpath(os.path.join(root, name), self.base_dir)
+                    key = relative.replace(os.sep, "/")
+                    if key.startswith(wanted):
+                        keys.append(key)
+        except OSError as error:
+            raise StorageError(f"Failed to list keys with prefix '{prefix}'") from error
+        return sorted(keys)
+
+    async def write(self, key: str, data: bytes) -> None:
+        """Store ``data`` under ``key`` durably."""
+        await asyncio.to_thread(self.write_blocking, key, data)
+
+    async def read(self, key: str) -> bytes | None:
+        """Return the bytes under ``key``, or ``None``."""
+        return (await asyncio.to_thread(self.read_blocking, key))[0]
+
+    async def delete(self, key: str) -> None:
+        """Remove ``key`` if present."""
+        await asyncio.to_thread(self.delete_blocking, key)
+
+    async def list(self, prefix: str = "") -> list[str]:
+        """Return the keys starting with ``prefix``, sorted."""
+        return await asyncio.to_thread(self.list_blocking, prefix)
+
+    async def search(self, query: str) -> SearchHits:
+        """Keyword search over every key (see :func:`keyword_search`)."""
+        return await keyword_search(self, query)
+
+
+def _raise(error: OSError) -> None:
+    raise error
+
+
+def _fsync_directory(directory: str) -> None:
+    """Make a rename in ``directory`` durable; platforms that cannot open one skip it."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass

@@ -1,0 +1,335 @@
+"""``JsonFileStore``: memories in one JSON file, shared with Strands Agents' ``TestMemoryStore``."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, ClassVar, TypeVar
+
+from agentrecall._internal.clock import utc_timestamp
+from agentrecall._internal.ids import new_id
+from agentrecall._internal.jsonvalue import check_json_object
+from agentrecall._internal.paths import agentrecall_home, sanitize_name
+from agentrecall.errors import InvalidArgumentError
+from agentrecall.retrieval.tokenize import tokenize
+from agentrecall.storage.base import BlockingStorage
+from agentrecall.storage.local import LocalFileStorage
+from agentrecall.storage.memory import InMemoryStorage
+from agentrecall.stores.base import Capability
+from agentrecall.stores.jsonformat import Record, new_record, parse_records
+from agentrecall.stores.jsonrecords import RecordSet, copy_json
+from agentrecall.types import AddResult, JsonObject, MemoryEntry, MemoryRecord
+
+T = TypeVar("T")
+
+DEFAULT_MAX_SEARCH_RESULTS = 10
+
+RecordList = list[MemoryRecord]
+EntryList = list[MemoryEntry]
+
+
+class JsonFileStore:
+    """Memories in one JSON file, recalled by keyword overlap.
+
+    The file format, ranking and scores are those of Strands Agents' ``TestMemoryStore``
+    (also exported under that name): a file written by either store reads in the other, and
+    both return the same hits in the same order with the same scores.
+
+    Recall: a memory's score is the number of distinct query words in its content (words are
+    lowercase runs of letters, digits and ``_``; see :mod:`agentrecall.retrieval.tokenize`).
+    Hits with a score of 0 are left out; higher scores come first, then the later
+    ``createdAt``. Each hit's metadata is a fresh copy of the stored metadata plus
+    ``_relevanceScore``.
+
+    Guarantees beyond the reference:
+
+    * An ``add`` (or ``delete``) that returned is on disk: temp file, fsync, atomic rename,
+      fsync of the directory. A crash never leaves a torn file.
+    * No lost updates between processes: writers hold an exclusive lock on a sidecar file
+      (``.__agentrecall_lock_<file name>``) for the whole read-modify-write.
+    * A file that cannot be parsed is reported with :class:`~agentrecall.errors.InvalidFileError`
+      and never overwritten by any operation; that includes bytes that are not UTF-8.
+    * Reads are cached until the file's identity (inode, size, mtime) changes: searching an
+      unchanged file neither re-reads nor re-tokenizes it, while another process's write is
+      seen by the next call.
+    * Memories added within the same millisecond rank newest first (the reference returns
+      them oldest first, which contradicts its own newest-first rule).
+    * ``metadata`` must be a JSON object of JSON values; anything else is refused before any
+      write, where the reference would write a file it then cannot read.
+    * ``get``, ``delete``, ``list``, ``count`` and the batch ``add_many``.
+    * File I/O runs in worker threads, never on the event loop.
+
+    Deliberate differences in configuration: ``name`` is a required keyword (leaving it out is
+    a ``TypeError``, where the reference raises ``KeyError``); ``max_search_results``,
+    ``writable`` and ``persist`` are type-checked; ``path`` expands ``~``, is made absolute at
+    construction (a later ``chdir`` does not move the store) and must name a file, checked at
+    construction rather than at the first I/O. The default file is
+    ``$AGENTRECALL_HOME/memory/<name>.json`` (``AGENTRECALL_HOME`` defaults to
+    ``~/.agentrecall``), with the name made file-safe as the reference does.
+    """
+
+    __test__: ClassVar[bool] = False  # exported as TestMemoryStore: not a pytest test class
+    capabilities: ClassVar[frozenset[Capability]] = frozenset(
+        {Capability.GET, Capability.DELETE, Capability.LIST, Capability.COUNT}
+    )
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        description: str | None = None,
+        max_search_results: int | None = None,
+        writable: bool = True,
+        extraction: Any = None,
+        persist: bool = True,
+        path: str | os.PathLike[str] | None = None,
+    ) -> None:
+        """Configure the store; nothing is read or created until the first call.
+
+        Args:
+            name: the store's name, unique within a manager; also names the default file.
+            description: what the store holds, shown to a model next to its name.
+            max_search_results: hits per search when the caller gives no limit (default 10).
+            writable: whether ``add`` and ``delete`` are allowed.
+            extraction: fact-extraction setting, kept as given for a memory manager.
+            persist: ``False`` keeps the memories in this object only, never on disk.
+            path: the JSON file to use instead of the default one.
+
+        Raises:
+            InvalidArgumentError: an argument has an unusable value (also a ``ValueError``).
+        """
+        if not isinstance(name, str) or not name.strip():
+            raise InvalidArgumentError(f"name must be a non-blank string, got {name!r}")
+        _check_limit(max_search_results, "max_search_results")
+        for flag, value in (("writable", writable), ("persist", persist)):
+            if not isinstance(value, bool):
+                raise InvalidArgumentError(f"{flag} must be True or False, got {value!r}")
+        file_path = _check_path(path)
+        self.name = name
+        self.description = description
+        self.max_search_results = max_search_results
+        self.writable = writable
+        self.extraction = extraction
+        self._storage: BlockingStorage
+        if not persist:
+            self._storage, self._path = InMemoryStorage(), None
+            self._key = f"{sanitize_name(name)}.json"
+        else:
+            if file_path is None:
+                file_path = str(agentrecall_home() / "memory" / f"{sanitize_name(name)}.json")
+            directory, self._key = os.path.split(file_path)
+            self._storage, self._path = LocalFileStorage(directory), file_path
+        self._mutex = threading.Lock()
+        self._records: RecordSet | None = None
+
+    @property
+    def path(self) -> str | None:
+        """The backing file's absolute path, or ``None`` when ``persist=False``."""
+        return self._path
+
+    async def search(
+        self, query: str, options: Mapping[str, Any] | None = None
+    ) -> list[MemoryEntry]:
+        """Return the memories that share words with ``query``, best first.
+
+        Args:
+            query: any text; one without words (empty, blank, punctuation) finds nothing and
+                reads nothing.
+            options: ``{"max_search_results": n}`` caps the hits for this call; without it the
+                store's ``max_search_results`` applies, else 10.
+
+        Raises:
+            InvalidArgumentError: ``query`` is not a string or the limit is below 1.
+            InvalidFileError: the file exists but cannot be parsed.
+            StorageError: the file cannot be read.
+        """
+        requested = None if options is None else options.get("max_search_results")
+        _check_limit(requested, "max_search_results")
+        if not isinstance(query, str):
+            raise InvalidArgumentError(f"query must be a string, got {type(query).__name__}")
+        limit = requested or self.max_search_results or DEFAULT_MAX_SEARCH_RESULTS
+        tokens = tokenize(query)
+        if not tokens:
+            return []
+        return await self._offload(self._search_blocking, tokens, limit)
+
+    async def add(self, content: str, metadata: JsonObject | None = None) -> AddResult:
+        """Keep ``content`` with optional ``metadata`` and return its id.
+
+        Content equal to a stored memory's once both are stripped of outer whitespace is not
+        stored again: the existing id comes back and the new metadata is dropped. Content is
+        stored exactly as given, whitespace included.
+
+        Raises:
+            InvalidArgumentError: the store is not writable, ``content`` is blank or not a
+                string, or ``metadata`` is not a JSON object.
+            InvalidFileError: the file exists but cannot be parsed (it is left unchanged).
+            StorageError: the file cannot be read or written.
+        """
+        return (await self.add_many([(content, metadata)]))[0]
+
+    async def add_many(self, items: Iterable[tuple[str, JsonObject | None]]) -> list[AddResult]:
+        """Add several memories with one file write; results follow the input order.
+
+        Every item is checked before anything is written, so a bad item stores nothing.
+        Duplicates within the batch dedup like separate adds. Errors are those of :meth:`add`;
+        a bad item's message gives its index.
+        """
+        self._check_writable()
+        batch = list(items)
+        for index, (content, metadata) in enumerate(batch):
+            where = "" if len(batch) == 1 else f" (item {index})"
+            if not isinstance(content, str) or not content.strip():
+                raise InvalidArgumentError(f"content{where} must be a non-blank string")
+            if metadata is not None:
+                check_json_object(metadata, f"metadata{where}")
+        if not batch:
+            return []
+        return await self._offload(self._write_blocking, _Adder(batch))
+
+    async def get(self, memory_id: str) -> MemoryRecord | None:
+        """Return the memory with ``memory_id``, or ``None``."""
+        return await self._offload(self._get_blocking, memory_id)
+
+    async def delete(self, memory_id: str) -> bool:
+        """Forget the memory with ``memory_id``; return whether it existed."""
+        return await self.delete_many([memory_id]) == 1
+
+    async def delete_many(self, memory_ids: Iterable[str]) -> int:
+        """Forget every memory whose id is given, with one file write; return how many."""
+        self._check_writable()
+        wanted = frozenset(memory_ids)
+        if not wanted:
+            return 0
+        return await self._offload(self._write_blocking, _Remover(wanted))
+
+    async def list(self, *, offset: int = 0, limit: int | None = None) -> RecordList:
+        """Return memories oldest first, skipping ``offset`` and returning at most ``limit``."""
+        if not isinstance(offset, int) or offset < 0:
+            raise InvalidArgumentError(f"offset must be an integer of at least 0, got {offset!r}")
+        _check_limit(limit, "limit")
+        return await self._offload(self._list_blocking, offset, limit)
+
+    async def count(self) -> int:
+        """Return how many memories the store holds."""
+        return len(await self._offload(self._list_blocking, 0, None))
+
+    def _check_writable(self) -> None:
+        if not self.writable:
+            raise InvalidArgumentError(
+                f"store '{self.name}' is read-only; create it with writable=True to change it"
+            )
+
+    async def _offload(self, function: Callable[..., T], *args: Any) -> T:
+        return await asyncio.to_thread(function, *args)
+
+    def _load(self) -> RecordSet:
+        """Return the current records, from the cache while the file is unchanged."""
+        version = self._storage.version_blocking(self._key)
+        if self._records is not None and self._records.version == version:
+            return self._records
+        data, version = self._storage.read_blocking(self._key)
+        records = [] if data is None else parse_records(data, self._storage.describe(self._key))
+        self._records = RecordSet(records, version)
+        return self._records
+
+    def _search_blocking(self, tokens: frozenset[str], limit: int) -> EntryList:
+        with self._mutex:
+            current = self._load()
+            hits = current.top(tokens, limit)
+            return [_entry(current.records[position], score) for position, score in hits]
+
+    def _get_blocking(self, memory_id: str) -> MemoryRecord | None:
+        with self._mutex:
+            current = self._load()
+            position = current.position_of(memory_id)
+            return None if position is None else _record(current.records[position])
+
+    def _list_blocking(self, offset: int, limit: int | None) -> RecordList:
+        with self._mutex:
+            records = self._load().records
+            end = None if limit is None else offset + limit
+            return [_record(record) for record in records[offset:end]]
+
+    def _write_blocking(self, change: Callable[[RecordSet], tuple[T, bool]]) -> T:
+        """Apply ``change`` under both locks and write the file if it reports a change."""
+        with self._mutex, self._storage.lock_blocking(self._key):
+            current = self._load()
+            try:
+                result, changed = change(current)
+                if changed:
+                    current.version = self._storage.write_blocking(self._key, current.to_bytes())
+            except BaseException:
+                self._records = None  # the cached records may hold an unwritten change
+                raise
+            return result
+
+
+class _Adder:
+    """A change that appends new memories, deduplicating against the file and the batch."""
+
+    def __init__(self, batch: Sequence[tuple[str, JsonObject | None]]) -> None:
+        self.batch = batch
+
+    def __call__(self, current: RecordSet) -> tuple[list[AddResult], bool]:
+        results: list[AddResult] = []
+        changed = False
+        for content, metadata in self.batch:
+            existing = current.duplicate_of(content)
+            if existing is None:
+                record = new_record(new_id(), content, utc_timestamp(), copy_json(metadata))
+                current.append(record)
+                existing, changed = record["id"], True
+            results.append(AddResult(id=existing))
+        return results, changed
+
+
+class _Remover:
+    """A change that drops every record whose id is in ``ids``."""
+
+    def __init__(self, ids: frozenset[str]) -> None:
+        self.ids = ids
+
+    def __call__(self, current: RecordSet) -> tuple[int, bool]:
+        doomed = {i for i, record in enumerate(current.records) if record["id"] in self.ids}
+        if doomed:
+            current.remove(doomed)
+        return len(doomed), bool(doomed)
+
+
+def _entry(record: Record, score: int) -> MemoryEntry:
+    metadata = copy_json(record.get("metadata") or {})
+    metadata["_relevanceScore"] = score
+    return MemoryEntry(content=record["content"], metadata=metadata, id=record["id"])
+
+
+def _record(record: Record) -> MemoryRecord:
+    return MemoryRecord(
+        id=record["id"],
+        content=record["content"],
+        created_at=record["createdAt"],
+        metadata=copy_json(record.get("metadata")),
+    )
+
+
+def _check_limit(value: object, argument: str) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidArgumentError(f"{argument} must be an integer of at least 1, got {value!r}")
+
+
+def _check_path(path: str | os.PathLike[str] | None) -> str | None:
+    if path is None:
+        return None
+    text = os.fspath(path)
+    if not text.strip():
+        raise InvalidArgumentError("path must not be blank; leave it out to use the default file")
+    if os.path.basename(text) in ("", ".", ".."):
+        raise InvalidArgumentError(f"path must name a file, got {text!r}")
+    absolute = os.path.abspath(os.path.expanduser(text))
+    if "\\" in os.path.basename(absolute):
+        raise InvalidArgumentError(f"path's file name must not contain a backslash, got {text!r}")
+    return absolute

@@ -1,0 +1,82 @@
+"""The Strands memory file format: a JSON array of records, parsed and written to the byte.
+
+A record is ``{"id", "content", "createdAt"[, "metadata"]}`` with string ``id``, ``content`` and
+``createdAt``; ``metadata``, when present and not ``null``, is an object. Unknown keys are kept.
+The file is ``json.dumps(records, indent=2, ensure_ascii=False)`` in UTF-8: two-space indent,
+raw non-ASCII, no trailing newline. Writing it one record at a time (:func:`record_text` and
+:func:`file_bytes`) gives exactly those bytes, so appending costs one record, not the file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from agentrecall.errors import InvalidFileError
+
+Record = dict[str, Any]
+
+_FIELDS_PROBLEM = "each record needs string 'id', 'content' and 'createdAt' fields"
+_METADATA_PROBLEM = "a record's 'metadata', when present, must be a JSON object or null"
+
+
+def parse_records(data: bytes, where: str) -> list[Record]:
+    """Parse and check a whole file; ``where`` names it in errors.
+
+    Accepts what the reference reads: UTF-8 with or without a BOM (and the other encodings
+    ``json.loads`` detects), records with extra keys, ``metadata: null``.
+
+    Raises:
+        InvalidFileError: the bytes are not text, not JSON, not an array, or a record is
+            malformed; the message names the file and the first problem found.
+    """
+    try:
+        parsed = json.loads(data)
+    except UnicodeDecodeError as error:
+        raise _invalid(where, f"it is not UTF-8 text ({error})") from error
+    except json.JSONDecodeError as error:
+        raise _invalid(where, f"invalid JSON: {error}") from error
+    if not isinstance(parsed, list):
+        raise _invalid(where, "expected a JSON array of memory records")
+    for index, record in enumerate(parsed):
+        if not (
+            isinstance(record, dict)
+            and isinstance(record.get("id"), str)
+            and isinstance(record.get("content"), str)
+            and isinstance(record.get("createdAt"), str)
+        ):
+            raise _invalid(where, f"record {index}: {_FIELDS_PROBLEM}")
+        metadata = record.get("metadata")
+        if metadata is not None and not isinstance(metadata, dict):
+            raise _invalid(where, f"record {index}: {_METADATA_PROBLEM}")
+    return parsed
+
+
+def new_record(record_id: str, content: str, created_at: str, metadata: Any) -> Record:
+    """Build a record with the key order the reference writes; ``None`` metadata adds no key."""
+    record: Record = {"id": record_id, "content": content, "createdAt": created_at}
+    if metadata is not None:
+        record["metadata"] = metadata
+    return record
+
+
+def record_text(record: Record) -> str:
+    """Return the record's text as an element of the file's top-level array (indented once)."""
+    text = json.dumps(record, indent=2, ensure_ascii=False)
+    # JSON strings escape their newlines, so every raw newline is structure and gets indented.
+    return "  " + text.replace("\n", "\n  ")
+
+
+def file_bytes(record_texts: Sequence[str]) -> bytes:
+    """Join records' texts into the whole file, byte-identical to dumping the array at once."""
+    if not record_texts:
+        return b"[]"
+    return ("[\n" + ",\n".join(record_texts) + "\n]").encode("utf-8")
+
+
+def _invalid(where: str, problem: str) -> InvalidFileError:
+    return InvalidFileError(
+        f"memory file '{where}' is not usable: {problem}; it was left unchanged",
+        path=where,
+    )

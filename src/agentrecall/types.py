@@ -1,0 +1,64 @@
+"""Values exchanged with memory stores.
+
+The names and fields of :class:`MemoryEntry` and :class:`AddResult` follow the Strands Agents
+memory contract, so a store of ours can be handed to a Strands ``MemoryManager`` unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, TypedDict
+
+__all__ = ["AddResult", "JsonObject", "MemoryEntry", "MemoryRecord", "SearchOptions"]
+
+JsonObject = dict[str, Any]
+"""A JSON object as Python sees it: string keys, JSON values."""
+
+
+class SearchOptions(TypedDict, total=False):
+    """Per-call search options, the mapping a Strands ``MemoryManager`` passes to ``search``."""
+
+    max_search_results: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryEntry:
+    """One search hit.
+
+    Attributes:
+        content: the stored text, verbatim.
+        store_name: the store that returned it; stores leave it ``None`` and a manager stamps it.
+        metadata: the stored metadata plus ``_relevanceScore`` (higher is more relevant). A fresh
+            object per call: mutating it changes nothing stored.
+        id: the memory's id, so a caller can ``get`` or ``delete`` it (not part of the Strands
+            contract, which ignores it).
+    """
+
+    content: str
+    store_name: str | None = None
+    metadata: JsonObject | None = None
+    id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AddResult:
+    """What ``add`` returns: the id of the new memory, or of the existing identical one."""
+
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    """A stored memory as ``get`` and listing return it.
+
+    Attributes:
+        id: the memory's id.
+        content: the stored text, verbatim.
+        created_at: when it was added, as the store keeps it (``YYYY-MM-DDTHH:MM:SS.mmmZ``).
+        metadata: the stored metadata, ``None`` when the memory has none. A fresh object per call.
+    """
+
+    id: str
+    content: str
+    created_at: str
+    metadata: JsonObject | None = None
