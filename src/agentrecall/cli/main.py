@@ -1,0 +1,133 @@
+"""``agentrecall add|search|list|delete``: each command is a few lines over ``SyncStore``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from agentrecall.errors import AgentRecallError
+from agentrecall.stores.jsonfile import JsonFileStore
+from agentrecall.sync import SyncStore
+from agentrecall.types import JsonObject
+
+DEFAULT_STORE = "memory"
+
+Command = Callable[[SyncStore, argparse.Namespace], int]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status (0 ok, 1 failed, 2 bad usage)."""
+    args = _parser().parse_args(argv)
+    try:
+        store = JsonFileStore(
+            name=getattr(args, "store", DEFAULT_STORE), path=getattr(args, "path", None)
+        )
+        with SyncStore(store) as memory:
+            command: Command = args.command
+            return command(memory, args)
+    except (AgentRecallError, ValueError) as error:
+        print(f"agentrecall: error: {error}", file=sys.stderr)
+        return 1
+
+
+def _add(memory: SyncStore, args: argparse.Namespace) -> int:
+    metadata = _metadata(args.meta)
+    result = memory.add(args.text, metadata)
+    _emit(args, {"id": result.id}, result.id)
+    return 0
+
+
+def _search(memory: SyncStore, args: argparse.Namespace) -> int:
+    hits = memory.search(args.query, max_search_results=args.n)
+    rows = []
+    for hit in hits:
+        metadata = dict(hit.metadata or {})
+        score = metadata.pop("_relevanceScore", None)
+        rows.append({"id": hit.id, "score": score, "content": hit.content, "metadata": metadata})
+    lines = [
+        f"{i}. [{row['score']}] {row['content']}  ({row['id']})" for i, row in enumerate(rows, 1)
+    ]
+    _emit(args, rows, "\n".join(lines) if lines else "no memories match")
+    return 0
+
+
+def _list(memory: SyncStore, args: argparse.Namespace) -> int:
+    records = memory.list()
+    rows = [
+        {"id": r.id, "content": r.content, "created_at": r.created_at, "metadata": r.metadata}
+        for r in records
+    ]
+    lines = [f"{r.created_at}  {r.id}  {r.content}" for r in records]
+    _emit(args, rows, "\n".join(lines) if lines else "the store is empty")
+    return 0
+
+
+def _delete(memory: SyncStore, args: argparse.Namespace) -> int:
+    if not memory.delete(args.id):
+        print(f"agentrecall: error: no memory with id '{args.id}'", file=sys.stderr)
+        return 1
+    _emit(args, {"deleted": args.id}, f"deleted {args.id}")
+    return 0
+
+
+def _metadata(pairs: Sequence[str]) -> JsonObject | None:
+    """Turn ``KEY=VALUE`` pairs into metadata; a value that parses as JSON is kept as JSON."""
+    if not pairs:
+        return None
+    metadata: JsonObject = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--meta expects KEY=VALUE, got {pair!r}")
+        try:
+            metadata[key] = json.loads(value)
+        except json.JSONDecodeError:
+            metadata[key] = value
+    return metadata
+
+
+def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
+    if getattr(args, "json", False):
+        print(json.dumps(data, ensure_ascii=False, indent=2))
+    else:
+        print(text)
+
+
+def _parser() -> argparse.ArgumentParser:
+    # Shared options are accepted before or after the command; SUPPRESS keeps a subcommand's
+    # unset copy from overwriting a value given before it.
+    common = argparse.ArgumentParser(add_help=False)
+    where = common.add_mutually_exclusive_group()
+    where.add_argument(
+        "--store", default=argparse.SUPPRESS, help=f"store name (default: {DEFAULT_STORE})"
+    )
+    where.add_argument("--path", default=argparse.SUPPRESS, help="JSON file of the store")
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
+
+    parser = argparse.ArgumentParser(
+        prog="agentrecall", description="Keep memories and recall them.", parents=[common]
+    )
+    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    add = commands.add_parser("add", parents=[common], help="add a memory")
+    add.add_argument("text", help="what to remember")
+    add.add_argument(
+        "--meta", action="append", default=[], metavar="KEY=VALUE", help="metadata (repeatable)"
+    )
+    add.set_defaults(command=_add)
+
+    search = commands.add_parser("search", parents=[common], help="recall memories for a query")
+    search.add_argument("query")
+    search.add_argument("-n", type=int, default=None, help="at most N hits (default 10)")
+    search.set_defaults(command=_search)
+
+    listing = commands.add_parser("list", parents=[common], help="list memories, oldest first")
+    listing.set_defaults(command=_list)
+
+    delete = commands.add_parser("delete", parents=[common], help="forget a memory by id")
+    delete.add_argument("id")
+    delete.set_defaults(command=_delete)
+    return parser
