@@ -1,0 +1,61 @@
+"""SyncStore: blocking calls over one owned event loop."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentrecall import AgentRecallError, InvalidArgumentError, JsonFileStore, SyncStore
+from agentrecall.types import AddResult, MemoryEntry
+
+
+def test_every_operation_blocks_and_returns(tmp_path: Path) -> None:
+    with SyncStore(JsonFileStore(name="s", path=tmp_path / "s.json")) as memory:
+        added = memory.add("User prefers tea", {"k": 1})
+        assert memory.add_many([("User prefers green tea", None)])[0].id != added.id
+        assert [h.content for h in memory.search("tea", max_search_results=1)] == [
+            "User prefers green tea"
+        ]
+        assert memory.get(added.id).content == "User prefers tea"  # type: ignore[union-attr]
+        assert memory.count() == 2 and len(memory.list(limit=1)) == 1
+        assert memory.delete(added.id) is True
+
+
+def test_one_loop_serves_every_call(tmp_path: Path) -> None:
+    memory = SyncStore(JsonFileStore(name="s", path=tmp_path / "s.json"))
+    memory.add("one")
+    loop = memory._runner._loop
+    memory.search("one")
+    assert memory._runner._loop is loop
+    memory.close()
+    memory.add("two")  # a closed facade starts a new loop rather than failing
+    memory.close()
+
+
+async def test_refuses_to_run_inside_a_running_loop(tmp_path: Path) -> None:
+    memory = SyncStore(JsonFileStore(name="s", path=tmp_path / "s.json"))
+    with pytest.raises(AgentRecallError, match="running event loop"):
+        memory.add("fact")
+    assert not (tmp_path / "s.json").exists()
+
+
+class SearchOnly:
+    name = "search-only"
+    description = None
+    max_search_results = None
+    writable = False
+    extraction = None
+
+    async def search(self, query: str, options: object = None) -> list[MemoryEntry]:
+        return [MemoryEntry(content=query)]
+
+    async def add(self, content: str, metadata: object = None) -> AddResult:
+        raise NotImplementedError
+
+
+def test_undeclared_capabilities_are_refused_clearly() -> None:
+    with SyncStore(SearchOnly()) as memory:
+        assert memory.search("hello")[0].content == "hello"
+        with pytest.raises(InvalidArgumentError, match="search-only.*does not support get"):
+            memory.get("x")
