@@ -19,8 +19,14 @@ Command = Callable[[SyncStore, argparse.Namespace], int]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit status (0 ok, 1 failed, 2 bad usage)."""
-    args = _parser().parse_args(argv)
+    """Run the command line and return the exit status: 0 done, 1 failed.
+
+    Usage mistakes exit through argparse with status 2 and its usage message.
+    """
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if hasattr(args, "store") and hasattr(args, "path"):
+        parser.error("argument --path: not allowed with argument --store")
     try:
         store = JsonFileStore(
             name=getattr(args, "store", DEFAULT_STORE), path=getattr(args, "path", None)
@@ -48,7 +54,8 @@ def _search(memory: SyncStore, args: argparse.Namespace) -> int:
         score = metadata.pop("_relevanceScore", None)
         rows.append({"id": hit.id, "score": score, "content": hit.content, "metadata": metadata})
     lines = [
-        f"{i}. [{row['score']}] {row['content']}  ({row['id']})" for i, row in enumerate(rows, 1)
+        f"{i}. [{row['score']}] {_one_line(row['content'])}  ({row['id']})"
+        for i, row in enumerate(rows, 1)
     ]
     _emit(args, rows, "\n".join(lines) if lines else "no memories match")
     return 0
@@ -60,7 +67,7 @@ def _list(memory: SyncStore, args: argparse.Namespace) -> int:
         {"id": r.id, "content": r.content, "created_at": r.created_at, "metadata": r.metadata}
         for r in records
     ]
-    lines = [f"{r.created_at}  {r.id}  {r.content}" for r in records]
+    lines = [f"{r.created_at}  {r.id}  {_one_line(r.content)}" for r in records]
     _emit(args, rows, "\n".join(lines) if lines else "the store is empty")
     return 0
 
@@ -83,10 +90,28 @@ def _metadata(pairs: Sequence[str]) -> JsonObject | None:
         if not sep or not key:
             raise ValueError(f"--meta expects KEY=VALUE, got {pair!r}")
         try:
-            metadata[key] = json.loads(value)
-        except json.JSONDecodeError:
+            metadata[key] = json.loads(value, parse_constant=_not_json)
+        except ValueError:
             metadata[key] = value
     return metadata
+
+
+def _not_json(word: str) -> Any:
+    raise ValueError(f"{word} is not JSON")
+
+
+def _one_line(text: str) -> str:
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
 
 
 def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
@@ -121,7 +146,7 @@ def _parser() -> argparse.ArgumentParser:
 
     search = commands.add_parser("search", parents=[common], help="recall memories for a query")
     search.add_argument("query")
-    search.add_argument("-n", type=int, default=None, help="at most N hits (default 10)")
+    search.add_argument("-n", type=_positive_int, default=None, help="at most N hits (default 10)")
     search.set_defaults(command=_search)
 
     listing = commands.add_parser("list", parents=[common], help="list memories, oldest first")

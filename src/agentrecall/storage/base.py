@@ -87,8 +87,8 @@ class BlockingStorage(Protocol):
 def normalize_key(key: str) -> str:
     """Return ``key`` in canonical form or raise ``StorageError``.
 
-    Runs of ``/`` collapse and outer slashes go (``//a///b/`` is ``a/b``); backslashes, ``..``
-    segments and keys that end up empty are refused.
+    Runs of ``/`` collapse, ``.`` segments and outer slashes go (``//a/.//b/`` is ``a/b``);
+    backslashes, NUL characters, ``..`` segments and keys that end up empty are refused.
     """
     normalized = _normalize(key)
     if not normalized:
@@ -107,7 +107,9 @@ def normalize_prefix(prefix: str) -> str:
 def _normalize(key: str) -> str:
     if "\\" in key:
         raise StorageError(f"Invalid storage key '{key}': backslashes are not allowed")
-    segments = [segment for segment in key.split("/") if segment]
+    if "\0" in key:
+        raise StorageError(f"Invalid storage key {key!r}: NUL characters are not allowed")
+    segments = [segment for segment in key.split("/") if segment not in ("", ".")]
     if ".." in segments:
         raise StorageError(f"Invalid storage key '{key}': '..' path segments are not allowed")
     return "/".join(segments)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -87,14 +88,16 @@ class LocalFileStorage:
         """Write durably (see the class docstring) and return the new version."""
         path = self.path_of(key)
         directory = os.path.dirname(path)
+        _ensure_directory(directory, path)
         temp = os.path.join(directory, f"{TEMP_PREFIX}{uuid.uuid4().hex}")
         try:
-            os.makedirs(directory, exist_ok=True)
+            stamp = _next_mtime_ns(path)
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
             try:
                 view = memoryview(data)
                 while view:
                     view = view[os.write(fd, view) :]
+                os.utime(fd, ns=(stamp, stamp))
                 os.fsync(fd)
                 info = os.fstat(fd)
             finally:
@@ -112,8 +115,8 @@ class LocalFileStorage:
         """Hold the cross-process writers' lock of ``key`` (a sidecar file beside it)."""
         path = self.path_of(key)
         directory, name = os.path.split(path)
+        _ensure_directory(directory, path)
         try:
-            os.makedirs(directory, exist_ok=True)
             fd = acquire_lock_file(os.path.join(directory, f"{LOCK_PREFIX}{name}"))
         except OSError as error:
             raise StorageError(
@@ -180,6 +183,34 @@ class LocalFileStorage:
 
 def _raise(error: OSError) -> None:
     raise error
+
+
+def _ensure_directory(directory: str, path: str) -> None:
+    """Create ``directory`` and its parents, or say why ``path`` cannot be written."""
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as error:
+        raise StorageError(
+            f"cannot write '{path}': '{directory}' is not a directory (a file is in the way)"
+        ) from error
+    except OSError as error:
+        raise StorageError(
+            f"cannot write '{path}': cannot create '{directory}' ({error.strerror or error})"
+        ) from error
+
+
+def _next_mtime_ns(path: str) -> int:
+    """Return a modification time, in ns, later than the one ``path`` has now.
+
+    File systems stamp files from a coarse clock (often 4 ms ticks) and reuse inode numbers, so
+    two writes of equal size could otherwise share an identity and hide a change from a reader's
+    cache. A fine, strictly increasing stamp set by every writer of ours keeps identities apart.
+    """
+    now = time.time_ns()
+    try:
+        return max(now, os.stat(path).st_mtime_ns + 1)
+    except OSError:
+        return now
 
 
 def _fsync_directory(directory: str) -> None:

@@ -203,7 +203,7 @@ class JsonFileStore:
         wanted = frozenset(memory_ids)
         if not wanted:
             return 0
-        return await self._offload(self._write_blocking, _Remover(wanted))
+        return await self._offload(self._delete_blocking, _Remover(wanted))
 
     async def list(self, *, offset: int = 0, limit: int | None = None) -> RecordList:
         """Return memories oldest first, skipping ``offset`` and returning at most ``limit``."""
@@ -252,6 +252,13 @@ class JsonFileStore:
             records = self._load().records
             end = None if limit is None else offset + limit
             return [_record(record) for record in records[offset:end]]
+
+    def _delete_blocking(self, remover: _Remover) -> int:
+        # Forgetting ids the file does not hold takes no lock, so it creates nothing on disk.
+        with self._mutex:
+            if not any(self._load().position_of(i) is not None for i in remover.ids):
+                return 0
+        return self._write_blocking(remover)
 
     def _write_blocking(self, change: Callable[[RecordSet], tuple[T, bool]]) -> T:
         """Apply ``change`` under both locks and write the file if it reports a change."""
@@ -330,6 +337,8 @@ def _check_path(path: str | os.PathLike[str] | None) -> str | None:
     if os.path.basename(text) in ("", ".", ".."):
         raise InvalidArgumentError(f"path must name a file, got {text!r}")
     absolute = os.path.abspath(os.path.expanduser(text))
+    if "\0" in text:
+        raise InvalidArgumentError(f"path must not contain NUL characters, got {text!r}")
     if "\\" in os.path.basename(absolute):
         raise InvalidArgumentError(f"path's file name must not contain a backslash, got {text!r}")
     return absolute
