@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from agentrecall import JsonFileStore
 from agentrecall.retrieval import tokenize
-from agentrecall.stores.jsonformat import file_bytes, new_record, parse_records, record_text
+from agentrecall.stores.jsonformat import file_bytes, new_record, parse_records, record_bytes
 
 json_scalars = (
     st.none()
@@ -47,7 +47,7 @@ def test_incremental_file_bytes_equal_a_whole_dump(
 ) -> None:
     built = [new_record(*fields) for fields in records]
     expected = json.dumps(built, indent=2, ensure_ascii=False).encode("utf-8")
-    assert file_bytes([record_text(record) for record in built]) == expected
+    assert file_bytes([record_bytes(record) for record in built]) == expected
     assert parse_records(expected, "x") == built
 
 
@@ -98,3 +98,31 @@ asyncio.run(
         ]
     )
 )
+
+
+words = st.sampled_from(["tea", "the", "cat", "dog", "park", "user", "mode", "dark"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(st.lists(words, max_size=5), st.sampled_from(["", "2026-01-01", "2026-01-02"])),
+        max_size=30,
+    ),
+    query=st.lists(words, min_size=1, max_size=4),
+    limit=st.integers(min_value=1, max_value=12),
+)
+def test_ranking_equals_a_full_sort(
+    rows: list[tuple[list[str], str]], query: list[str], limit: int
+) -> None:
+    from agentrecall.stores.jsonrecords import RecordSet
+
+    records = [
+        new_record(str(i), " ".join(ws), created, None) for i, (ws, created) in enumerate(rows)
+    ]
+    tokens = frozenset(query)
+    scored = [
+        (len(tokens & tokenize(r["content"])), r["createdAt"], i) for i, r in enumerate(records)
+    ]
+    expected = sorted((row for row in scored if row[0] > 0), reverse=True)[:limit]
+    assert RecordSet(records, None).top(tokens, limit) == [(i, s) for s, _, i in expected]

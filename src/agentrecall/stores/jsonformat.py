@@ -3,7 +3,7 @@
 A record is ``{"id", "content", "createdAt"[, "metadata"]}`` with string ``id``, ``content`` and
 ``createdAt``; ``metadata``, when present and not ``null``, is an object. Unknown keys are kept.
 The file is ``json.dumps(records, indent=2, ensure_ascii=False)`` in UTF-8: two-space indent,
-raw non-ASCII, no trailing newline. Writing it one record at a time (:func:`record_text` and
+raw non-ASCII, no trailing newline. Writing it one record at a time (:func:`record_bytes` and
 :func:`file_bytes`) gives exactly those bytes, so appending costs one record, not the file.
 """
 
@@ -61,18 +61,19 @@ def new_record(record_id: str, content: str, created_at: str, metadata: Any) -> 
     return record
 
 
-def record_text(record: Record) -> str:
-    """Return the record's text as an element of the file's top-level array (indented once)."""
+def record_bytes(record: Record) -> bytes:
+    """Return the record as an element of the file's top-level array (indented once), in UTF-8."""
     text = json.dumps(record, indent=2, ensure_ascii=False)
     # JSON strings escape their newlines, so every raw newline is structure and gets indented.
-    return "  " + text.replace("\n", "\n  ")
+    return ("  " + text.replace("\n", "\n  ")).encode("utf-8")
 
 
-def file_bytes(record_texts: Sequence[str]) -> bytes:
-    """Join records' texts into the whole file, byte-identical to dumping the array at once."""
-    if not record_texts:
+def file_bytes(records: Sequence[bytes]) -> bytes:
+    """Join records' bytes into the whole file, byte-identical to dumping the array at once."""
+    if not records:
         return b"[]"
-    return ("[\n" + ",\n".join(record_texts) + "\n]").encode("utf-8")
+    # Joining bytes, not str: one non-BMP character would make a str of the whole file 4x larger.
+    return b"[\n" + b",\n".join(records) + b"\n]"
 
 
 def _invalid(where: str, problem: str) -> InvalidFileError:

@@ -15,7 +15,7 @@ from typing import Any
 
 from agentrecall.retrieval.tokenize import tokenize
 from agentrecall.storage.base import Version
-from agentrecall.stores.jsonformat import Record, file_bytes, record_text
+from agentrecall.stores.jsonformat import Record, file_bytes, record_bytes
 
 
 class RecordSet:
@@ -24,7 +24,7 @@ class RecordSet:
     def __init__(self, records: list[Record], version: Version) -> None:
         self.records = records
         self.version = version
-        self._texts: list[str] | None = None
+        self._texts: list[bytes] | None = None
         self._by_content: dict[str, str] | None = None
         self._positions: dict[str, int] | None = None
         self._postings: dict[str, list[int]] | None = None
@@ -50,7 +50,7 @@ class RecordSet:
         texts = self._record_texts()
         index = len(self.records)
         self.records.append(record)
-        texts.append(record_text(record))
+        texts.append(record_bytes(record))
         if self._by_content is not None:
             self._by_content.setdefault(record["content"].strip(), record["id"])
         if self._positions is not None:
@@ -84,17 +84,22 @@ class RecordSet:
             hits = postings.get(token)
             if hits:
                 scores.update(hits)
+        if not scores:
+            return []
+        # Common words match most records; rank only those that can still make the cut.
+        cutoff = heapq.nlargest(limit, scores.values())[-1]
+        contenders = [position for position, score in scores.items() if score >= cutoff]
         records = self.records
 
         def rank(position: int) -> tuple[int, str, int]:
             return scores[position], records[position]["createdAt"], position
 
-        best = heapq.nlargest(limit, scores, key=rank)
+        best = heapq.nlargest(limit, contenders, key=rank)
         return [(position, scores[position]) for position in best]
 
-    def _record_texts(self) -> list[str]:
+    def _record_texts(self) -> list[bytes]:
         if self._texts is None:
-            self._texts = [record_text(record) for record in self.records]
+            self._texts = [record_bytes(record) for record in self.records]
         return self._texts
 
     def _token_postings(self) -> dict[str, list[int]]:
