@@ -237,3 +237,20 @@ async def test_persist_false_supports_every_operation() -> None:
     assert await store.count() == 1
     assert await store.delete(added.id)
     assert await store.search("memory") == []
+
+
+async def test_metadata_nesting_is_bounded(store: JsonFileStore) -> None:
+    deep: dict[str, object] = {}
+    node = deep
+    for _ in range(150):
+        node["k"] = {}
+        node = node["k"]  # type: ignore[assignment]
+    with pytest.raises(InvalidArgumentError, match="nests deeper"):
+        await store.add("fact", deep)
+    assert await store.count() == 0
+
+
+async def test_integers_too_long_for_json_text_are_refused(store: JsonFileStore) -> None:
+    with pytest.raises(InvalidArgumentError, match="too long"):
+        await store.add("fact", {"n": 10**5000})
+    assert (await store.add("fact", {"n": 10**4000})).id

@@ -37,6 +37,10 @@ def parse_records(data: bytes, where: str) -> list[Record]:
         raise _invalid(where, f"it is not UTF-8 text ({error})") from error
     except json.JSONDecodeError as error:
         raise _invalid(where, f"invalid JSON: {error}") from error
+    except (ValueError, RecursionError) as error:
+        # Valid JSON that Python will not load: nesting past the recursion limit, or an
+        # integer longer than the interpreter's digit limit.
+        raise _invalid(where, f"it cannot be loaded ({error})") from error
     if not isinstance(parsed, list):
         raise _invalid(where, "expected a JSON array of memory records")
     for index, record in enumerate(parsed):
