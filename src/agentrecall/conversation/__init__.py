@@ -1,0 +1,1 @@
+"""Short-term memory: each session's conversation, trimmed to fit the model."""

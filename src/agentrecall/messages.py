@@ -1,0 +1,152 @@
+"""Chat messages in the two shapes agent loops use, read without converting them.
+
+* OpenAI style: ``{"role", "content": str | [parts] | None, "tool_calls": [...],
+  "tool_call_id": ...}``; text parts are ``{"type": "text", "text": ...}``.
+* Strands style: ``{"role", "content": [blocks]}`` with ``{"text": ...}``,
+  ``{"toolUse": {"toolUseId", "name", "input"}}`` and ``{"toolResult": {"toolUseId", ...}}``;
+  tool results travel in ``user`` messages.
+
+The camelCase fields of AgentLIB messages (``toolCalls``, ``toolCallId``) are read too. Messages
+are plain mappings; nothing here mutates or copies them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from agentrecall.errors import InvalidArgumentError
+
+Message = Mapping[str, Any]
+
+ROLES = ("system", "developer", "user", "assistant", "tool")
+"""Roles a message may have; ``developer`` is OpenAI's newer name for ``system``."""
+
+SYSTEM_ROLES = frozenset({"system", "developer"})
+
+
+def check_message(message: object, index: int, argument: str = "messages") -> None:
+    """Raise ``InvalidArgumentError`` naming ``argument[index]`` unless ``message`` is usable.
+
+    Usable: a mapping with a known ``role`` and a ``content`` that is a string, ``None``, absent,
+    or a list of mappings (content parts or blocks).
+    """
+    where = f"{argument}[{index}]"
+    if not isinstance(message, Mapping):
+        raise InvalidArgumentError(f"{where} must be a mapping, got {type(message).__name__}")
+    role = message.get("role")
+    if role not in ROLES:
+        raise InvalidArgumentError(f"{where} has role {role!r}; expected one of {', '.join(ROLES)}")
+    content = message.get("content")
+    if content is None or isinstance(content, str):
+        return
+    if not isinstance(content, list):
+        raise InvalidArgumentError(
+            f"{where} content must be a string, a list of content blocks or None, "
+            f"got {type(content).__name__}"
+        )
+    for position, block in enumerate(content):
+        if not isinstance(block, Mapping):
+            raise InvalidArgumentError(
+                f"{where} content[{position}] must be a mapping, got {type(block).__name__}"
+            )
+
+
+def role_of(message: Message) -> str:
+    """Return the message's role."""
+    role: str = message["role"]
+    return role
+
+
+def is_system(message: Message) -> bool:
+    """Whether the message is a system (or developer) instruction."""
+    return message.get("role") in SYSTEM_ROLES
+
+
+def _blocks(message: Message) -> Iterator[Mapping[str, Any]]:
+    content = message.get("content")
+    if isinstance(content, list):
+        yield from (block for block in content if isinstance(block, Mapping))
+
+
+def message_text(message: Message) -> str:
+    """Return the message's text: string content, or its text parts joined by newlines."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    return "\n".join(
+        block["text"] for block in _blocks(message) if isinstance(block.get("text"), str)
+    )
+
+
+def content_size(message: Message) -> int:
+    """Return the length in UTF-16 code units of everything the model reads in ``content``.
+
+    Text counts as written; a Strands ``toolUse`` counts its name and its input as JSON, and a
+    ``toolResult`` counts the text and JSON of its own content. Images and other binary blocks
+    count nothing. Tool calls outside ``content`` (OpenAI ``tool_calls``) are not counted.
+    """
+    content = message.get("content")
+    if isinstance(content, str):
+        return _utf16_length(content)
+    return sum(_block_size(block) for block in _blocks(message))
+
+
+def _block_size(block: Mapping[str, Any]) -> int:
+    if isinstance(block.get("text"), str):
+        return _utf16_length(block["text"])
+    if isinstance(block.get("json"), (dict, list)):
+        return _utf16_length(json.dumps(block["json"], ensure_ascii=False))
+    use = block.get("toolUse")
+    if isinstance(use, Mapping):
+        payload = json.dumps(use.get("input"), ensure_ascii=False, default=str)
+        return _utf16_length(str(use.get("name", ""))) + _utf16_length(payload)
+    result = block.get("toolResult")
+    if isinstance(result, Mapping) and isinstance(result.get("content"), list):
+        return sum(_block_size(part) for part in result["content"] if isinstance(part, Mapping))
+    return 0
+
+
+def _utf16_length(text: str) -> int:
+    # Characters outside the Basic Multilingual Plane take two UTF-16 code units.
+    return len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
+
+
+def tool_call_ids(message: Message) -> frozenset[str]:
+    """Return the ids of the tool calls the message makes (assistant messages)."""
+    ids = {
+        call.get("id")
+        for field in ("tool_calls", "toolCalls")
+        for call in message.get(field) or ()
+        if isinstance(call, Mapping)
+    }
+    ids.update(
+        block["toolUse"].get("toolUseId")
+        for block in _blocks(message)
+        if isinstance(block.get("toolUse"), Mapping)
+    )
+    return frozenset(i for i in ids if isinstance(i, str))
+
+
+def tool_result_ids(message: Message) -> frozenset[str]:
+    """Return the ids of the tool calls the message answers (tool results)."""
+    ids = {message.get("tool_call_id"), message.get("toolCallId")}
+    ids.update(
+        block["toolResult"].get("toolUseId")
+        for block in _blocks(message)
+        if isinstance(block.get("toolResult"), Mapping)
+    )
+    return frozenset(i for i in ids if isinstance(i, str))
+
+
+def is_tool_result(message: Message) -> bool:
+    """Whether the message carries tool results (a ``tool`` message or a Strands result turn)."""
+    if message.get("role") == "tool":
+        return True
+    return any(isinstance(block.get("toolResult"), Mapping) for block in _blocks(message))
+
+
+def is_user_turn(message: Message) -> bool:
+    """Whether the message is a person's new ask: role ``user`` and no tool results in it."""
+    return message.get("role") == "user" and not is_tool_result(message)
