@@ -2,9 +2,12 @@
 
 Long-term memory stores that keep facts and recall them for a query. ``JsonFileStore`` (also
 exported as ``TestMemoryStore``) reads and writes the Strands Agents memory file format.
+``BufferMemory`` keeps each session's conversation, trimmed to fit the model.
 ``import agentrecall`` needs the standard library only.
 """
 
+from agentrecall.buffer import BufferEntry, BufferMemory, BufferMetadata
+from agentrecall.conversation.tokens import estimate_tokens, tiktoken_counter
 from agentrecall.errors import (
     AgentRecallError,
     AggregateMemoryError,
@@ -26,6 +29,9 @@ __all__ = [
     "AddResult",
     "AgentRecallError",
     "AggregateMemoryError",
+    "BufferEntry",
+    "BufferMemory",
+    "BufferMetadata",
     "Capability",
     "InMemoryStorage",
     "InvalidArgumentError",
@@ -40,4 +46,6 @@ __all__ = [
     "StorageError",
     "SyncStore",
     "TestMemoryStore",
+    "estimate_tokens",
+    "tiktoken_counter",
 ]

@@ -110,7 +110,7 @@ def _block_size(block: Mapping[str, Any]) -> int:
 
 def _utf16_length(text: str) -> int:
     # Characters outside the Basic Multilingual Plane take two UTF-16 code units.
-    return len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
+    return len(text) if text.isascii() else len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def tool_call_ids(message: Message) -> frozenset[str]:

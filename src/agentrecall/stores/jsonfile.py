@@ -10,6 +10,7 @@ from typing import Any, ClassVar, TypeVar
 
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall._internal.ids import new_id
+from agentrecall._internal.jsoncopy import copy_json
 from agentrecall._internal.jsonvalue import check_json_object
 from agentrecall._internal.paths import agentrecall_home, sanitize_name
 from agentrecall.errors import InvalidArgumentError
@@ -19,7 +20,7 @@ from agentrecall.storage.local import LocalFileStorage
 from agentrecall.storage.memory import InMemoryStorage
 from agentrecall.stores.base import Capability
 from agentrecall.stores.jsonformat import Record, new_record, parse_records
-from agentrecall.stores.jsonrecords import RecordSet, copy_json
+from agentrecall.stores.jsonrecords import RecordSet
 from agentrecall.types import AddResult, JsonObject, MemoryEntry, MemoryRecord
 
 T = TypeVar("T")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import heapq
 from collections import Counter
 from collections.abc import Set
-from typing import Any
 
 from agentrecall.retrieval.tokenize import tokenize
 from agentrecall.storage.base import Version
@@ -110,12 +109,3 @@ class RecordSet:
                     postings.setdefault(token, []).append(index)
             self._postings = postings
         return self._postings
-
-
-def copy_json(value: Any) -> Any:
-    """Return a deep copy of a parsed JSON value (dicts and lists copied, scalars shared)."""
-    if isinstance(value, dict):
-        return {key: copy_json(child) for key, child in value.items()}
-    if isinstance(value, list):
-        return [copy_json(child) for child in value]
-    return value

@@ -1,0 +1,358 @@
+"""``BufferMemory``: each session's conversation, trimmed so it fits the model."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any, TypeVar, cast
+
+from agentrecall._internal.ids import new_id
+from agentrecall._internal.jsoncopy import copy_json
+from agentrecall.conversation.sessions import MemorySessions, SessionBackend, SessionRecord
+from agentrecall.conversation.sqlite_sessions import SQLiteSessions
+from agentrecall.conversation.tokens import TokenCounter, estimate_tokens
+from agentrecall.conversation.trim import fit_budget, keep_newest
+from agentrecall.errors import InvalidArgumentError
+from agentrecall.messages import Message, check_message, is_system
+
+T = TypeVar("T")
+
+DEFAULT_SESSION = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class BufferMetadata:
+    """What a buffer knows about a session besides its messages.
+
+    Attributes:
+        created_at: the session's first write (UTC).
+        accessed_at: its last read or write (UTC).
+        agent_name: the ``agent_name`` of the last write.
+        tags: the ``tags`` of the last write.
+        token_count: the stored messages' tokens, by the buffer's counter.
+    """
+
+    created_at: datetime
+    accessed_at: datetime | None
+    agent_name: str | None
+    tags: dict[str, str] | None
+    token_count: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class BufferEntry:
+    """One session as :meth:`BufferMemory.entries` returns it: a copy, safe to mutate."""
+
+    id: str
+    session_id: str
+    messages: list[dict[str, Any]]
+    metadata: BufferMetadata
+
+
+class BufferMemory:
+    """Per-session conversation history, trimmed by message count and token budget.
+
+    An agent hands over the whole conversation after each run (:meth:`write`) and reads it
+    back before the next (:meth:`read`). Sessions live in memory, or in an SQLite file when
+    ``path`` is given, where they survive restarts and are shared by every process that opens
+    the file; both behave the same.
+
+    Behaviour, and where it differs from AgentLIB's ``BufferMemory``:
+
+    * ``write`` replaces the session's history with the conversation given. System (and
+      developer) messages are not stored: the agent sends its system prompt again each run.
+    * ``max_messages`` counts messages and drops the oldest first. When it cuts, the kept
+      history starts at the next user message (never at an assistant or tool message) and keeps
+      no tool result whose tool call was cut, so a model API accepts it. AgentLIB cuts at the
+      exact count and can leave an orphaned tool result first.
+    * ``read(limit=n)`` returns at most the newest ``n`` messages, cut by the same rule
+      (AgentLIB ignores ``limit``). ``tags`` returns the history only if the session's last
+      write carried all of them. ``query`` is accepted and ignored: a buffer returns the
+      conversation in order, not by relevance.
+    * ``max_tokens`` applies on read: system messages (from ``default_store``) first and always,
+      then the newest messages that fit, with the same user-turn rule. A message's cost is the
+      ``token_counter``'s, by default ceil(UTF-16 length / 4) + 4.
+    * ``max_messages`` and ``max_tokens`` below 1 are refused (AgentLIB treats 0 as unlimited);
+      ``None`` means unlimited.
+    * ``default_store`` seeds sessions: a seeded session is read as given (not trimmed by
+      ``max_messages``, system messages kept) until it is first written, and has no entry until
+      then. The mapping is copied; the buffer never changes the caller's objects.
+    * ``read`` and ``entries`` return copies, and ``write`` stores a copy: mutating either side
+      never changes the other (AgentLIB shares the objects).
+    * ``clear("")`` and ``entries("")`` address the session named ``""``; only ``None`` means
+      every session (AgentLIB treats ``""`` as all).
+    * ``idle_ttl`` (seconds or a ``timedelta``) forgets sessions neither read nor written for
+      that long; a write to a forgotten session starts a new one.
+
+    Messages may be OpenAI-style (``role``, ``content`` string or parts, ``tool_calls``,
+    ``tool_call_id``) or Strands-style (``content`` blocks with ``text``, ``toolUse``,
+    ``toolResult``). A message without a known role or with content of the wrong type is a
+    ``ValueError`` naming its index, and nothing of that write is stored. A persisted buffer
+    also needs messages that JSON can hold.
+
+    Concurrency: a write replaces a session in one step, so concurrent writes to one session
+    are serialized (the last one wins, whole); sessions never wait on each other beyond one
+    database transaction.
+    """
+
+    type = "buffer"
+
+    def __init__(
+        self,
+        max_messages: int | None = 20,
+        max_tokens: int | None = None,
+        default_store: Mapping[str, Sequence[Message]] | None = None,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        token_counter: TokenCounter | None = None,
+        idle_ttl: float | timedelta | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """Configure the buffer; a persisted one opens its file on first use.
+
+        Args:
+            max_messages: messages kept per session at write time; ``None`` for no cap.
+            max_tokens: token budget of what ``read`` returns; ``None`` for no budget.
+            default_store: sessions to start from, by session id (copied).
+            path: an SQLite file to keep sessions in; ``None`` keeps them in memory.
+            token_counter: ``message -> tokens``; see :func:`agentrecall.tiktoken_counter`.
+            idle_ttl: forget sessions untouched for this long (seconds or ``timedelta``).
+            clock: the time source, Unix seconds (tests pass a fake one).
+
+        Raises:
+            InvalidArgumentError: an argument has an unusable value (also a ``ValueError``).
+        """
+        self.max_messages = _check_positive(max_messages, "max_messages")
+        self.max_tokens = _check_positive(max_tokens, "max_tokens")
+        if token_counter is not None and not callable(token_counter):
+            raise InvalidArgumentError("token_counter must be a callable: message -> int")
+        self._count_tokens: TokenCounter = token_counter or estimate_tokens
+        self._idle_ttl = _check_ttl(idle_ttl)
+        self._clock = clock
+        self._seeds = _copy_seeds(default_store)
+        self._backend: SessionBackend = (
+            MemorySessions() if path is None else SQLiteSessions(os.fspath(path))
+        )
+
+    @property
+    def session_count(self) -> int:
+        """How many sessions exist, seeded ones included.
+
+        A persisted buffer asks its database here, a blocking call; async code can use
+        :meth:`count_sessions` instead.
+        """
+        return self._session_count()
+
+    async def count_sessions(self) -> int:
+        """How many sessions exist, seeded ones included, without blocking the loop."""
+        return await self._call(self._session_count)
+
+    async def read(
+        self,
+        session_id: str | None = DEFAULT_SESSION,
+        *,
+        limit: int | None = None,
+        query: str | None = None,
+        tags: Mapping[str, str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Return the session's history, oldest first, within ``limit`` and ``max_tokens``.
+
+        An unknown session gives ``[]`` and creates nothing. ``None`` as ``session_id`` means
+        ``"default"``. See the class docstring for the trimming rules.
+        """
+        key = _session_key(session_id)
+        _check_positive(limit, "limit")
+        wanted = _check_tags(tags)
+        return await self._call(self._read_blocking, key, limit, wanted)
+
+    async def write(
+        self,
+        messages: Sequence[Message],
+        session_id: str | None = DEFAULT_SESSION,
+        *,
+        agent_name: str | None = None,
+        tags: Mapping[str, str] | None = None,
+    ) -> None:
+        """Replace the session's history with ``messages`` (system messages left out).
+
+        Raises:
+            InvalidArgumentError: a message is unusable (the message names its index), or
+                ``agent_name``/``tags`` have the wrong type. Nothing is stored then.
+        """
+        key = _session_key(session_id)
+        if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
+            raise InvalidArgumentError("messages must be a list of message mappings")
+        for index, message in enumerate(messages):
+            check_message(message, index)
+        if agent_name is not None and not isinstance(agent_name, str):
+            raise InvalidArgumentError(f"agent_name must be a string, got {agent_name!r}")
+        checked_tags = _check_tags(tags)
+        kept = [
+            copy_json(m)
+            for m in keep_newest([m for m in messages if not is_system(m)], self.max_messages)
+        ]
+        await self._call(self._write_blocking, key, kept, agent_name, checked_tags)
+
+    async def clear(self, session_id: str | None = None) -> None:
+        """Forget one session (seeded ones included), or every session when omitted."""
+        if session_id is None:
+            self._seeds.clear()
+        else:
+            self._seeds.pop(_session_key(session_id), None)
+        await self._call(self._backend.delete, session_id)
+
+    async def entries(self, session_id: str | None = None) -> list[BufferEntry]:
+        """Return one session's entry (or none), or every entry in order of first write.
+
+        Seeded sessions have no entry until they are written.
+        """
+        key = None if session_id is None else _session_key(session_id)
+        return await self._call(self._entries_blocking, key)
+
+    async def aclose(self) -> None:
+        """Close the database connection of a persisted buffer (reopened on next use)."""
+        await self._call(self._backend.close)
+
+    async def __aenter__(self) -> BufferMemory:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def _call(self, function: Callable[..., T], *args: Any) -> T:
+        if self._backend.blocking:
+            return await asyncio.to_thread(function, *args)
+        return function(*args)
+
+    def _idle_before(self, now: float) -> float | None:
+        return None if self._idle_ttl is None else now - self._idle_ttl
+
+    def _read_blocking(
+        self, key: str, limit: int | None, tags: dict[str, str] | None
+    ) -> list[dict[str, Any]]:
+        now = self._clock()
+        record = self._backend.get(key)
+        idle_before = self._idle_before(now)
+        if record is not None and idle_before is not None and record.accessed_at < idle_before:
+            self._backend.purge_idle(idle_before)
+            record = None
+        if record is None:
+            seeded = self._seeds.get(key)
+            if seeded is None or tags is not None:
+                return []
+            messages: list[Message] = seeded
+        else:
+            if tags is not None and not tags.items() <= (record.tags or {}).items():
+                return []
+            self._backend.touch(key, now)
+            messages = record.messages
+        window = fit_budget(keep_newest(messages, limit), self.max_tokens, self._count_tokens)
+        if self._backend.blocking and record is not None:
+            # The database parsed these objects for this call alone: no copy needed.
+            return cast(list[dict[str, Any]], window)
+        copied: list[dict[str, Any]] = copy_json(window)
+        return copied
+
+    def _write_blocking(
+        self, key: str, kept: list[Message], agent_name: str | None, tags: dict[str, str] | None
+    ) -> None:
+        now = self._clock()
+        record = SessionRecord(
+            session_id=key,
+            entry_id=new_id(),
+            messages=kept,
+            created_at=now,
+            accessed_at=now,
+            agent_name=agent_name,
+            tags=tags,
+            token_count=sum(self._count_tokens(m) for m in kept),
+        )
+        try:
+            self._backend.put(record, self._idle_before(now))
+        except (TypeError, ValueError) as error:
+            raise InvalidArgumentError(
+                f"messages cannot be stored in '{getattr(self._backend, 'path', '')}': "
+                f"a persisted buffer keeps messages as JSON ({error})"
+            ) from error
+        self._seeds.pop(key, None)
+
+    def _entries_blocking(self, key: str | None) -> list[BufferEntry]:
+        idle_before = self._idle_before(self._clock())
+        if idle_before is not None:
+            self._backend.purge_idle(idle_before)
+        return [_entry(record) for record in self._backend.records(key)]
+
+    def _session_count(self) -> int:
+        idle_before = self._idle_before(self._clock())
+        if idle_before is not None:
+            self._backend.purge_idle(idle_before)
+        return len(self._backend.session_ids() | set(self._seeds))
+
+
+def _entry(record: SessionRecord) -> BufferEntry:
+    return BufferEntry(
+        id=record.entry_id,
+        session_id=record.session_id,
+        messages=copy_json(record.messages),
+        metadata=BufferMetadata(
+            created_at=_utc(record.created_at),
+            accessed_at=_utc(record.accessed_at),
+            agent_name=record.agent_name,
+            tags=None if record.tags is None else dict(record.tags),
+            token_count=record.token_count,
+        ),
+    )
+
+
+def _utc(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, timezone.utc)
+
+
+def _session_key(session_id: str | None) -> str:
+    if session_id is None:
+        return DEFAULT_SESSION
+    if not isinstance(session_id, str):
+        raise InvalidArgumentError(f"session_id must be a string, got {session_id!r}")
+    return session_id
+
+
+def _check_positive(value: int | None, argument: str) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise InvalidArgumentError(
+            f"{argument} must be a whole number of at least 1, or None for no limit; got {value!r}"
+        )
+    return value
+
+
+def _check_ttl(idle_ttl: float | timedelta | None) -> float | None:
+    if idle_ttl is None:
+        return None
+    seconds = idle_ttl.total_seconds() if isinstance(idle_ttl, timedelta) else idle_ttl
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
+        raise InvalidArgumentError(f"idle_ttl must be a positive duration, got {idle_ttl!r}")
+    return float(seconds)
+
+
+def _check_tags(tags: Mapping[str, str] | None) -> dict[str, str] | None:
+    if tags is None:
+        return None
+    if not isinstance(tags, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in tags.items()
+    ):
+        raise InvalidArgumentError(f"tags must map strings to strings, got {tags!r}")
+    return dict(tags)
+
+
+def _copy_seeds(default_store: Mapping[str, Sequence[Message]] | None) -> dict[str, list[Message]]:
+    seeds: dict[str, list[Message]] = {}
+    for session_id, messages in (default_store or {}).items():
+        if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+            raise InvalidArgumentError(f"default_store[{session_id!r}] must be a list of messages")
+        for index, message in enumerate(messages):
+            check_message(message, index, f"default_store[{session_id!r}]")
+        seeds[_session_key(session_id)] = [copy_json(m) for m in messages]
+    return seeds

@@ -1,0 +1,280 @@
+"""Sessions in an SQLite file: durable, shared by every process that opens the file."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from agentrecall.conversation.sessions import SessionRecord
+from agentrecall.errors import StorageError
+
+T = TypeVar("T")
+
+COMPONENT = "buffer"
+SCHEMA_VERSION = 1
+
+# Append-only: migration N brings a database from version N to N + 1.
+_MIGRATIONS = [
+    """
+    CREATE TABLE buffer_sessions (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT NOT NULL UNIQUE,
+        entry_id TEXT NOT NULL,
+        messages TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        accessed_at REAL NOT NULL,
+        agent_name TEXT,
+        tags TEXT,
+        token_count INTEGER NOT NULL
+    );
+    CREATE INDEX buffer_sessions_accessed ON buffer_sessions (accessed_at);
+    """,
+]
+
+_COLUMNS = "session_id, entry_id, messages, created_at, accessed_at, agent_name, tags, token_count"
+
+
+class SQLiteSessions:
+    """Sessions in one SQLite file, in WAL mode.
+
+    Guarantees: a ``put`` that returned is on disk (``synchronous=FULL``); every operation is
+    one transaction, so processes sharing the file never see half a write and lose no write;
+    a busy database is waited for (up to ``busy_timeout`` seconds), never reported as locked.
+    Access times are updated without an fsync: losing one to a power cut only makes a session
+    look idle a little earlier. Nothing is opened until the first call.
+    """
+
+    blocking = True
+
+    def __init__(self, path: str, *, busy_timeout: float = 30.0) -> None:
+        self.path = path
+        self._busy_timeout = busy_timeout
+        self._connection: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    def get(self, session_id: str) -> SessionRecord | None:
+        """Return the session, or ``None``."""
+        rows = self._run(
+            lambda db: db.execute(
+                f"SELECT {_COLUMNS} FROM buffer_sessions WHERE session_id = ?", (session_id,)
+            ).fetchall()
+        )
+        return _record(rows[0]) if rows else None
+
+    def put(self, record: SessionRecord, idle_before: float | None) -> SessionRecord:
+        """Store ``record`` durably (see ``SessionBackend.put``)."""
+
+        def write(db: sqlite3.Connection) -> SessionRecord:
+            if idle_before is not None:
+                db.execute(
+                    "DELETE FROM buffer_sessions WHERE session_id = ? AND accessed_at < ?",
+                    (record.session_id, idle_before),
+                )
+            db.execute(
+                f"INSERT INTO buffer_sessions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (session_id) DO UPDATE SET messages = excluded.messages, "
+                "accessed_at = excluded.accessed_at, agent_name = excluded.agent_name, "
+                "tags = excluded.tags, token_count = excluded.token_count",
+                _row(record),
+            )
+            stored = db.execute(
+                "SELECT entry_id, created_at FROM buffer_sessions WHERE session_id = ?",
+                (record.session_id,),
+            ).fetchone()
+            return SessionRecord(
+                record.session_id,
+                stored[0],
+                record.messages,
+                stored[1],
+                record.accessed_at,
+                record.agent_name,
+                record.tags,
+                record.token_count,
+            )
+
+        return self._run(write, write=True)
+
+    def touch(self, session_id: str, when: float) -> None:
+        """Set the session's access time (not fsynced, see the class docstring)."""
+        self._run(
+            lambda db: db.execute(
+                "UPDATE buffer_sessions SET accessed_at = ? WHERE session_id = ?",
+                (when, session_id),
+            ),
+            write=True,
+            durable=False,
+        )
+
+    def delete(self, session_id: str | None) -> None:
+        """Remove one session, or all."""
+        if session_id is None:
+            self._run(lambda db: db.execute("DELETE FROM buffer_sessions"), write=True)
+        else:
+            self._run(
+                lambda db: db.execute(
+                    "DELETE FROM buffer_sessions WHERE session_id = ?", (session_id,)
+                ),
+                write=True,
+            )
+
+    def records(self, session_id: str | None) -> list[SessionRecord]:
+        """Return one session's record (or none), or all in order of first write."""
+        if session_id is not None:
+            record = self.get(session_id)
+            return [] if record is None else [record]
+        rows = self._run(
+            lambda db: db.execute(f"SELECT {_COLUMNS} FROM buffer_sessions ORDER BY seq").fetchall()
+        )
+        return [_record(row) for row in rows]
+
+    def session_ids(self) -> set[str]:
+        """Return the ids of every stored session."""
+        rows = self._run(lambda db: db.execute("SELECT session_id FROM buffer_sessions").fetchall())
+        return {row[0] for row in rows}
+
+    def purge_idle(self, idle_before: float) -> None:
+        """Remove sessions last accessed before ``idle_before``."""
+        self._run(
+            lambda db: db.execute(
+                "DELETE FROM buffer_sessions WHERE accessed_at < ?", (idle_before,)
+            ),
+            write=True,
+        )
+
+    def close(self) -> None:
+        """Close the connection; the next call opens it again."""
+        with self._lock:
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
+
+    def _run(
+        self,
+        operation: Callable[[sqlite3.Connection], T],
+        *,
+        write: bool = False,
+        durable: bool = True,
+    ) -> T:
+        with self._lock:
+            try:
+                db = self._connection or self._open()
+                with _transaction(db, write=write, durable=durable):
+                    return operation(db)
+            except sqlite3.Error as error:
+                raise StorageError(f"conversation database '{self.path}': {error}") from error
+
+    def _open(self) -> sqlite3.Connection:
+        directory = os.path.dirname(os.path.abspath(self.path))
+        try:
+            os.makedirs(directory, exist_ok=True)
+        except OSError as error:
+            raise StorageError(
+                f"cannot create the directory of conversation database '{self.path}': "
+                f"{error.strerror or error}"
+            ) from error
+        db = sqlite3.connect(
+            self.path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
+        )
+        try:
+            _check_is_database(db, self.path)
+            db.execute("PRAGMA journal_mode = WAL")
+            _migrate(db, self.path)
+        except BaseException:
+            db.close()
+            raise
+        self._connection = db
+        return db
+
+
+@contextmanager
+def _transaction(db: sqlite3.Connection, *, write: bool, durable: bool) -> Iterator[None]:
+    if write:
+        db.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
+        # IMMEDIATE takes the write lock up front, so two writers wait instead of deadlocking.
+        db.execute("BEGIN IMMEDIATE")
+    else:
+        db.execute("BEGIN")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def _check_is_database(db: sqlite3.Connection, path: str) -> None:
+    try:
+        tables = {
+            row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
+    except sqlite3.DatabaseError as error:
+        raise StorageError(
+            f"'{path}' is not an SQLite database; point the buffer at a new file "
+            f"or at one agentrecall created ({error})"
+        ) from error
+    if tables and "agentrecall_schema" not in tables:
+        raise StorageError(
+            f"'{path}' is an SQLite database of another application (it has tables but none of "
+            "agentrecall's); point the buffer at a new file"
+        )
+
+
+def _migrate(db: sqlite3.Connection, path: str) -> None:
+    """Bring the buffer's tables to ``SCHEMA_VERSION``; the version lives in ``agentrecall_schema``.
+
+    A table of versions per component (rather than ``PRAGMA user_version``) lets other
+    agentrecall components keep their own tables in the same file.
+    """
+    with _transaction(db, write=True, durable=True):
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS agentrecall_schema "
+            "(component TEXT PRIMARY KEY, version INTEGER NOT NULL)"
+        )
+        row = db.execute(
+            "SELECT version FROM agentrecall_schema WHERE component = ?", (COMPONENT,)
+        ).fetchone()
+        version = 0 if row is None else row[0]
+        if version > SCHEMA_VERSION:
+            raise StorageError(
+                f"conversation database '{path}' has buffer schema version {version}, newer than "
+                f"this agentrecall knows ({SCHEMA_VERSION}); upgrade agentrecall to open it"
+            )
+        for step in range(version, SCHEMA_VERSION):
+            for statement in filter(str.strip, _MIGRATIONS[step].split(";")):
+                db.execute(statement)
+        db.execute(
+            "INSERT INTO agentrecall_schema (component, version) VALUES (?, ?) "
+            "ON CONFLICT (component) DO UPDATE SET version = excluded.version",
+            (COMPONENT, SCHEMA_VERSION),
+        )
+
+
+def _row(record: SessionRecord) -> tuple[Any, ...]:
+    return (
+        record.session_id,
+        record.entry_id,
+        json.dumps(record.messages, ensure_ascii=False),
+        record.created_at,
+        record.accessed_at,
+        record.agent_name,
+        None if record.tags is None else json.dumps(record.tags, ensure_ascii=False),
+        record.token_count,
+    )
+
+
+def _record(row: tuple[Any, ...]) -> SessionRecord:
+    return SessionRecord(
+        session_id=row[0],
+        entry_id=row[1],
+        messages=json.loads(row[2]),
+        created_at=row[3],
+        accessed_at=row[4],
+        agent_name=row[5],
+        tags=None if row[6] is None else json.loads(row[6]),
+        token_count=row[7],
+    )

@@ -1,0 +1,45 @@
+"""Token counters: the tiktoken-based one, with an encoding built here (no download)."""
+
+from __future__ import annotations
+
+import tiktoken
+
+from agentrecall import BufferMemory, tiktoken_counter
+
+
+def byte_encoding() -> tiktoken.Encoding:
+    # Every byte is its own token: counts are easy to predict and nothing is fetched.
+    return tiktoken.Encoding(
+        name="bytes-only",
+        pat_str=r"\S+|\s+",
+        mergeable_ranks={bytes([i]): i for i in range(256)},
+        special_tokens={},
+    )
+
+
+def test_counts_text_tokens_plus_overhead() -> None:
+    count = tiktoken_counter(byte_encoding())
+    assert count({"role": "user", "content": "abc"}) == 3 + 4
+    assert count({"role": "user", "content": "é"}) == 2 + 4  # two UTF-8 bytes
+    assert count({"role": "assistant", "content": None}) == 4
+    assert count({"role": "user", "content": [{"text": "ab"}, {"text": "cd"}]}) == 5 + 4
+    assert count({"role": "user", "content": "<|endoftext|>"}) == 13 + 4
+
+
+def test_tool_blocks_count_as_json() -> None:
+    count = tiktoken_counter(byte_encoding())
+    block = {"toolUse": {"toolUseId": "t", "name": "f", "input": {}}}
+    assert count({"role": "assistant", "content": [block]}) > 4
+
+
+async def test_drives_a_buffer_budget() -> None:
+    memory = BufferMemory(max_tokens=12, token_counter=tiktoken_counter(byte_encoding()))
+    await memory.write(
+        [
+            {"role": "user", "content": "old question"},
+            {"role": "assistant", "content": "old"},
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "yo"},
+        ]
+    )
+    assert [m["content"] for m in await memory.read()] == ["hi", "yo"]
