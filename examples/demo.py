@@ -1,18 +1,23 @@
 """Memory that survives a restart: one process remembers, a fresh process recalls.
 
-Run with ``make demo``. The store is a JsonFileStore under ``.demo/`` (recreated each run).
+Run with ``make demo``. Everything lives under ``.demo/`` (recreated each run): long-term facts
+in a JsonFileStore, and a conversation in a BufferMemory persisted to SQLite.
 """
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
-from agentrecall import JsonFileStore, SyncStore
+from agentrecall import BufferMemory, JsonFileStore
 
-DEMO_FILE = Path(__file__).resolve().parent.parent / ".demo" / "memory.json"
+DEMO_DIR = Path(__file__).resolve().parent.parent / ".demo"
+FACTS_FILE = DEMO_DIR / "memory.json"
+CONVERSATIONS = DEMO_DIR / "conversations.db"
 
 FACTS = [
     ("The user prefers aisle seats on long flights.", {"topic": "travel"}),
@@ -30,32 +35,61 @@ QUESTIONS = [
     "When does the team ship the app release?",
 ]
 
+CALL = {"id": "call-1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}
+CONVERSATION: list[dict[str, Any]] = [
+    {"role": "system", "content": "You are a travel assistant."},
+    {"role": "user", "content": "Find me a flight to Porto on Friday."},
+    {"role": "assistant", "content": "There is a 9:40 flight with aisle seats left."},
+    {"role": "user", "content": "What will the weather be like?"},
+    {"role": "assistant", "content": None, "tool_calls": [CALL]},
+    {"role": "tool", "tool_call_id": "call-1", "content": '{"forecast": "sunny, 24 C"}'},
+    {"role": "assistant", "content": "Sunny and 24 C in Porto on Friday."},
+    {"role": "user", "content": "Great, book the 9:40 one."},
+    {"role": "assistant", "content": "Booked: Lisbon to Porto, Friday 9:40, seat 14C."},
+]
 
-def remember() -> None:
-    """Store the facts (the first process)."""
-    with SyncStore(JsonFileStore(name="demo", path=DEMO_FILE)) as memory:
-        for content, metadata in FACTS:
-            result = memory.add(content, metadata)
-            print(f"  stored {result.id[:8]}  {content}")
+
+def buffer() -> BufferMemory:
+    """The conversation memory both processes open: 6 messages kept, reads within 60 tokens."""
+    return BufferMemory(max_messages=6, max_tokens=60, path=CONVERSATIONS)
 
 
-def recall() -> None:
-    """Answer the questions from the file alone (a fresh process)."""
-    with SyncStore(JsonFileStore(name="demo", path=DEMO_FILE)) as memory:
-        print(f"  {memory.count()} memories found in {DEMO_FILE}")
-        for question in QUESTIONS:
-            print(f"\n  Q: {question}")
-            for rank, hit in enumerate(memory.search(question, max_search_results=3), 1):
-                score = (hit.metadata or {}).get("_relevanceScore")
-                print(f"    {rank}. score {score}  {hit.content}")
+async def remember() -> None:
+    """The first process: store facts and a conversation, then exit."""
+    facts = JsonFileStore(name="demo", path=FACTS_FILE)
+    for (content, _), result in zip(FACTS, await facts.add_many(FACTS), strict=True):
+        print(f"  stored {result.id[:8]}  {content}")
+    async with buffer() as conversations:
+        await conversations.write(CONVERSATION, "trip", agent_name="travel-agent")
+        (entry,) = await conversations.entries("trip")
+        print(
+            f"\n  conversation 'trip': {len(CONVERSATION)} messages written, "
+            f"{len(entry.messages)} kept (system prompt left out, cut at a user turn)"
+        )
+
+
+async def recall() -> None:
+    """The second, fresh process: answer from the files alone."""
+    facts = JsonFileStore(name="demo", path=FACTS_FILE)
+    print(f"  {await facts.count()} memories found in {FACTS_FILE}")
+    for question in QUESTIONS:
+        print(f"\n  Q: {question}")
+        for rank, hit in enumerate(await facts.search(question, {"max_search_results": 3}), 1):
+            score = (hit.metadata or {}).get("_relevanceScore")
+            print(f"    {rank}. score {score}  {hit.content}")
+    async with buffer() as conversations:
+        history = await conversations.read("trip")
+        print(f"\n  conversation 'trip' read back within 60 tokens ({len(history)} messages):")
+        for message in history:
+            print(f"    {message['role']:>9}: {message['content']}")
 
 
 def main() -> None:
     """Run each phase in its own process, or one phase when named on the command line."""
     if len(sys.argv) > 1:
-        {"remember": remember, "recall": recall}[sys.argv[1]]()
+        asyncio.run({"remember": remember, "recall": recall}[sys.argv[1]]())
         return
-    shutil.rmtree(DEMO_FILE.parent, ignore_errors=True)
+    shutil.rmtree(DEMO_DIR, ignore_errors=True)
     for phase, title in (("remember", "Process 1 remembers"), ("recall", "Process 2 recalls")):
         print(f"\n== {title} ==")
         subprocess.run([sys.executable, __file__, phase], check=True)
