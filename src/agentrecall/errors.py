@@ -6,6 +6,7 @@ Every exception raised on purpose derives from one root::
     ├── StorageError            a backend's I/O failed (file, directory, database)
     ├── InvalidArgumentError    a call or a constructor got a value it cannot use (also ValueError)
     ├── InvalidFileError        a store's file exists but cannot be used (also ValueError)
+    ├── ModelError              a chat model server refused, failed or could not be reached
     └── AggregateMemoryError    several independent operations failed; ``errors`` holds each cause
 
 ``InvalidArgumentError`` and ``InvalidFileError`` also subclass ``ValueError`` because the
@@ -23,6 +24,7 @@ __all__ = [
     "AggregateMemoryError",
     "InvalidArgumentError",
     "InvalidFileError",
+    "ModelError",
     "StorageError",
 ]
 
@@ -49,6 +51,22 @@ class InvalidFileError(AgentRecallError, ValueError):
     def __init__(self, message: str, *, path: str) -> None:
         super().__init__(message)
         self.path = path
+
+
+class ModelError(AgentRecallError):
+    """A chat model call failed: an error status, an unusable reply, or no connection.
+
+    Attributes:
+        status_code: the HTTP status the server answered with, ``None`` when no answer came.
+        body: the start of the server's answer (at most a few hundred characters), or ``None``.
+    """
+
+    def __init__(
+        self, message: str, *, status_code: int | None = None, body: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.body = body
 
 
 class AggregateMemoryError(AgentRecallError):

@@ -1,0 +1,81 @@
+"""The extraction prompt and the reading of the model's answer. No I/O here."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+
+from agentrecall.extraction.types import ExtractionResult
+from agentrecall.messages import Message, message_text
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_SYSTEM_PROMPT = """\
+You keep the long-term memory of an AI assistant. You will read a transcript of a \
+conversation and pick out what is worth knowing in future conversations with the same user: \
+stated preferences, personal details the user shared, decisions that were reached, and \
+lasting facts about the user's goals, projects, constraints and circumstances.
+
+Write each memory as one short statement that makes sense on its own, months later, without \
+the transcript: name who or what it is about instead of using pronouns, and keep exact names, \
+numbers and dates. One fact per memory. Leave out greetings and small talk, questions that \
+were asked, details that only matter for the task at hand, suggestions the user did not take \
+up, and general knowledge."""
+"""What :class:`~agentrecall.extraction.ModelExtractor` asks for unless given its own prompt."""
+
+OUTPUT_INSTRUCTION = """\
+Answer with a JSON array and nothing else. Each element is an object of the form \
+{"content": "<one memory>"}. If nothing in the transcript is worth remembering, answer []."""
+"""Appended to every system prompt, custom ones included, so the answer can be parsed."""
+
+TRANSCRIPT_INTRO = "Here is the transcript to extract memories from:\n\n"
+
+
+def system_prompt(custom: str | None) -> str:
+    """Return the system prompt: ``custom`` or the default, then the output instruction."""
+    return f"{custom or DEFAULT_SYSTEM_PROMPT}\n\n{OUTPUT_INSTRUCTION}"
+
+
+def render_transcript(messages: Sequence[Message]) -> str:
+    """Return the user message: an introduction, then ``<role>: <text>`` per message.
+
+    A message's text is its string content or its text blocks joined by newlines; other
+    blocks are left out, so a message without text renders as ``<role>: ``.
+    """
+    lines = (f"{message.get('role')}: {message_text(message)}" for message in messages)
+    return TRANSCRIPT_INTRO + "\n".join(lines)
+
+
+def parse_results(answer: str) -> list[ExtractionResult]:
+    """Read the memories out of a model's answer, tolerating prose and code fences around it.
+
+    The JSON array is taken from the first ``[`` to the last ``]``. No array, invalid JSON or
+    a value that is not an array yields ``[]`` with a warning. Of the array's items, objects
+    with a string ``content`` that is not blank after stripping are kept (stripped); anything
+    else is dropped. An item's ``metadata`` is kept when it is a JSON object and dropped
+    otherwise (the reference keeps any value, which a store's ``add`` then refuses and the
+    batch fails for good).
+    """
+    start, end = answer.find("["), answer.rfind("]")
+    if start < 0 or end < start:
+        logger.warning("extraction answer has no JSON array; nothing extracted: %.200r", answer)
+        return []
+    try:
+        items = json.loads(answer[start : end + 1])
+    except ValueError as error:
+        logger.warning("extraction answer is not valid JSON (%s); nothing extracted", error)
+        return []
+    if not isinstance(items, list):
+        return []
+    results = []
+    for item in items:
+        if not isinstance(item, Mapping) or not isinstance(item.get("content"), str):
+            continue
+        content = item["content"].strip()
+        if content:
+            metadata = item.get("metadata")
+            results.append(
+                ExtractionResult(content, dict(metadata) if isinstance(metadata, dict) else None)
+            )
+    return results

@@ -1,0 +1,229 @@
+"""``OpenAICompatibleModel``: a :class:`~agentrecall.models.ChatModel` over HTTP.
+
+Talks to any server that implements OpenAI's ``POST /chat/completions``: OpenAI itself, vLLM,
+Ollama, llama.cpp's server, LM Studio, LiteLLM. Needs ``httpx`` (``pip install
+'agentrecall[http]'``), imported only when a model is constructed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import logging
+import math
+import ssl
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from agentrecall.errors import InvalidArgumentError, ModelError
+from agentrecall.messages import Message, check_message
+from agentrecall.models.openai_wire import completion_text, request_body
+from agentrecall.models.retry import RetryPolicy, is_retryable_status, parse_retry_after
+
+if TYPE_CHECKING:
+    import httpx
+
+logger = logging.getLogger(__name__)
+
+EXCERPT_CHARS = 500
+"""How much of a server's answer an error message quotes."""
+
+
+def _import_httpx() -> Any:
+    try:
+        import httpx
+    except ImportError as error:
+        raise ImportError(
+            "OpenAICompatibleModel needs httpx: pip install 'agentrecall[http]'"
+        ) from error
+    return httpx
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    # Building a verifying TLS context reads the whole CA bundle (about 0.1 s); one context
+    # per process serves every client, as httpx recommends.
+    context: ssl.SSLContext = _import_httpx().create_ssl_context()
+    return context
+
+
+class OpenAICompatibleModel:
+    """A chat model served over the OpenAI chat completions API.
+
+    Each :meth:`complete` sends one non-streaming request to ``{base_url}/chat/completions``
+    and returns the text of the first choice. Messages may be OpenAI-style or Strands-style;
+    see :mod:`agentrecall.models.openai_wire` for how Strands blocks are sent.
+
+    Retries: a request that gets 408, 409, 429 or a 5xx status, times out, cannot connect or
+    loses its connection is sent again up to ``max_retries`` times, after an exponentially
+    growing wait with a little jitter (see :class:`~agentrecall.models.retry.RetryPolicy`). A
+    ``Retry-After`` header sets the wait instead, up to ``max_retry_delay``. Other statuses
+    fail at once: retrying a bad request or a bad key cannot help.
+
+    One connection pool serves every call. Close it with :meth:`aclose` or ``async with``; a
+    call after closing opens a new pool.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+        retry_delay: float = 0.5,
+        max_retry_delay: float = 8.0,
+        extra_body: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Configure the client; no connection is opened until the first call.
+
+        Args:
+            base_url: the API root including its version segment, as OpenAI clients take it:
+                ``https://api.openai.com/v1``, ``http://localhost:11434/v1`` (Ollama),
+                ``http://localhost:8000/v1`` (vLLM). ``/chat/completions`` is appended; a
+                trailing slash is ignored. Nothing is guessed: a root without ``/v1`` is
+                used as given.
+            model: the model name the server knows, sent as ``model``.
+            api_key: sent as ``Authorization: Bearer <api_key>``; ``None`` sends no header.
+            timeout: seconds allowed for connecting, and for each read and write.
+            max_retries: retries after the first attempt; 0 disables retrying.
+            retry_delay: seconds before the first retry; each next wait doubles.
+            max_retry_delay: the longest wait between attempts, ``Retry-After`` included.
+            extra_body: more request fields sent with every call (``temperature``,
+                ``max_tokens``, ``response_format``...); they cannot replace ``model``,
+                ``messages`` or ``stream``.
+
+        Raises:
+            ImportError: httpx is not installed.
+            InvalidArgumentError: an argument has an unusable value (also a ``ValueError``).
+        """
+        self._httpx = _import_httpx()
+        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+            raise InvalidArgumentError(
+                f"base_url must be an http:// or https:// URL, got {base_url!r}"
+            )
+        if not isinstance(model, str) or not model.strip():
+            raise InvalidArgumentError(f"model must be a non-blank string, got {model!r}")
+        if api_key is not None and not isinstance(api_key, str):
+            raise InvalidArgumentError("api_key must be a string or None")
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, (int, float))
+            or not math.isfinite(timeout)
+            or timeout <= 0
+        ):
+            raise InvalidArgumentError(f"timeout must be a number of seconds > 0, got {timeout!r}")
+        self._retry = RetryPolicy(
+            max_retries=max_retries, initial_delay=retry_delay, max_delay=max_retry_delay
+        )
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.model = model
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key is not None else {}
+        self._timeout = float(timeout)
+        self._extra = dict(extra_body or {})
+        self._client: httpx.AsyncClient | None = None
+
+    async def complete(self, messages: Sequence[Message], *, system: str | None = None) -> str:
+        """Return the model's reply to ``messages``; see :meth:`ChatModel.complete`.
+
+        Raises:
+            InvalidArgumentError: a message is malformed or holds values JSON cannot carry.
+            ModelError: the server answered with an error status (``status_code`` and an
+                excerpt of the body are kept), the reply was not a chat completion, or the
+                server could not be reached; after the retries described above.
+        """
+        for index, message in enumerate(messages):
+            check_message(message, index)
+        body = request_body(self.model, messages, system, self._extra)
+        try:
+            content = json.dumps(body, ensure_ascii=False).encode()
+        except (TypeError, ValueError) as error:
+            raise InvalidArgumentError(f"messages cannot be sent as JSON: {error}") from error
+        response = await self._send(content)
+        try:
+            return completion_text(response.json())
+        except ValueError as error:
+            raise ModelError(
+                f"POST {self.url}: unusable reply: {error}",
+                status_code=response.status_code,
+                body=_excerpt(response.text),
+            ) from error
+
+    async def _send(self, content: bytes) -> httpx.Response:
+        client = self._connect()
+        retry = 0
+        while True:
+            retry_after: float | None = None
+            try:
+                response = await client.post(self.url, content=content)
+            except (
+                self._httpx.TimeoutException,
+                self._httpx.NetworkError,
+                self._httpx.RemoteProtocolError,
+            ) as error:
+                if retry >= self._retry.max_retries:
+                    raise ModelError(
+                        f"POST {self.url} failed after {retry + 1} attempt(s): "
+                        f"{type(error).__name__}: {error}"
+                    ) from error
+                problem = f"{type(error).__name__}: {error}"
+            else:
+                if response.is_success:
+                    return response
+                if not is_retryable_status(response.status_code) or (
+                    retry >= self._retry.max_retries
+                ):
+                    raise _status_error(self.url, response, retry + 1)
+                problem = f"status {response.status_code}"
+                retry_after = parse_retry_after(response.headers.get("retry-after"))
+            wait = self._retry.delay(retry, retry_after)
+            logger.warning("POST %s: %s; retrying in %.2f s", self.url, problem, wait)
+            await asyncio.sleep(wait)
+            retry += 1
+
+    def _connect(self) -> httpx.AsyncClient:
+        if self._client is None:
+            headers = {"Content-Type": "application/json", **self._headers}
+            self._client = self._httpx.AsyncClient(
+                headers=headers, timeout=self._httpx.Timeout(self._timeout), verify=_tls_context()
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the connection pool; a later call opens a new one."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
+
+    async def __aenter__(self) -> OpenAICompatibleModel:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatibleModel({self.url!r}, {self.model!r})"
+
+
+def _status_error(url: str, response: httpx.Response, attempts: int) -> ModelError:
+    reason = response.reason_phrase or "error"
+    excerpt = _excerpt(response.text)
+    tries = f" after {attempts} attempts" if attempts > 1 else ""
+    return ModelError(
+        f"POST {url} returned {response.status_code} {reason}{tries}: {excerpt}",
+        status_code=response.status_code,
+        body=excerpt,
+    )
+
+
+def _excerpt(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= EXCERPT_CHARS else flat[:EXCERPT_CHARS] + "..."

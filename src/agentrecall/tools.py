@@ -1,0 +1,413 @@
+"""Memory tools for a model: defined once, offered in OpenAI, Anthropic and MCP shapes.
+
+A :class:`MemoryTool` holds a tool's ``name``, ``description`` and ``input_schema`` (JSON
+Schema) with the coroutine that runs it. ``await tool(**arguments)`` checks the model's
+arguments against the schema, runs the tool and returns the text the model should see:
+
+* success: the result as JSON (``json.dumps(result, ensure_ascii=False)``);
+* arguments that do not fit the schema: ``Error: Validation failed for input parameters: ...``;
+* a ``ValueError`` (a bad request, e.g. an unknown store): ``Error: <message>``;
+* any other exception (a failing backend): ``Error: <ExceptionClass> - <message>``.
+
+The builders below make the manager's three tools. ``search_memory`` and ``add_memory`` have the
+names, input schemas, payloads and results of the Strands Agents memory tools, so a model (or a
+prompt) written for those works unchanged; the descriptions are agentrecall's own.
+``forget_memory`` goes beyond the reference.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import re
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentrecall._internal.arguments import validate_arguments
+from agentrecall.errors import InvalidArgumentError
+from agentrecall.stores.base import MemoryStore
+from agentrecall.types import JsonObject, MemoryEntry
+
+__all__ = [
+    "AddToolConfig",
+    "MemoryTool",
+    "ToolConfig",
+    "ToolResult",
+    "add_memory_tool",
+    "forget_memory_tool",
+    "search_memory_tool",
+]
+
+logger = logging.getLogger(__name__)
+
+SEARCH_MEMORY = "search_memory"
+ADD_MEMORY = "add_memory"
+FORGET_MEMORY = "forget_memory"
+
+SearchFunction = Callable[[str, list[str], int | None], Awaitable[list[MemoryEntry]]]
+
+# The name rule shared by OpenAI and Anthropic tool definitions.
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+_SEARCH_TEXT = (
+    "Search your long-term memory for what you learned in earlier conversations: facts about "
+    "the user, their preferences, past decisions and project context. Call it before answering "
+    "whenever the answer could depend on something the user told you before."
+)
+_ADD_TEXT = (
+    "Save facts to long-term memory so you still know them in future conversations. Call it "
+    "when the user tells you something worth keeping, such as a preference, a decision or a "
+    "lasting detail about them or their work. Write each entry as one short, self-contained fact."
+)
+_FORGET_TEXT = (
+    "Delete memories from long-term memory by id. Call it when the user asks you to forget "
+    "something, or when a remembered fact has turned out to be wrong or out of date. The ids are "
+    "the `id` fields of memory search results."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolConfig:
+    """Options of a manager's ``search_memory`` or ``forget_memory`` tool.
+
+    Attributes:
+        name: the tool's name instead of the default one.
+        description: the tool's description instead of the default one (the list of stores is
+            still appended).
+    """
+
+    name: str | None = None
+    description: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AddToolConfig:
+    """Options of a manager's ``add_memory`` tool.
+
+    Attributes:
+        name: the tool's name instead of ``add_memory``.
+        description: the tool's description instead of the default one (the list of stores is
+            still appended).
+        stores: the stores the tool may write to, by name or as store objects (matched by name);
+            ``None`` allows every writable store with ``add``.
+        wait_for_writes: ``True`` returns ``{"stored": n}`` once every write finished and
+            reports failures to the model; ``False`` starts the writes in the background and
+            returns ``{"accepted": n}`` at once (failures are only logged).
+    """
+
+    name: str | None = None
+    description: str | None = None
+    stores: Sequence[str | MemoryStore] | None = None
+    wait_for_writes: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What a tool call produced: the text for the model and whether it reports an error."""
+
+    text: str
+    is_error: bool
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryTool:
+    """A tool a model can call, in a form every agent loop can use.
+
+    Attributes:
+        name: the name the model calls it by.
+        description: what the tool does and when to call it, written for the model.
+        input_schema: JSON Schema of the arguments (an ``object``).
+        function: the coroutine function run with the checked arguments as keywords; it
+            returns a JSON-serialisable result.
+    """
+
+    name: str
+    description: str
+    input_schema: JsonObject
+    function: Callable[..., Awaitable[Any]]
+
+    async def __call__(self, /, **arguments: Any) -> str:
+        """Run the tool with the model's arguments; return the text the model should see."""
+        return (await self.invoke(arguments)).text
+
+    async def invoke(self, arguments: Mapping[str, Any] | str | None) -> ToolResult:
+        """Run the tool and return its text with an error flag; never raises for a bad call.
+
+        Args:
+            arguments: the model's arguments as a mapping, or as the JSON text OpenAI-style APIs
+                deliver (``None`` or ``""`` mean no arguments).
+        """
+        try:
+            checked = validate_arguments(self.name, self.input_schema, _parse(arguments))
+            result = await self.function(**checked)
+        except ValueError as error:
+            return ToolResult(f"Error: {error}", is_error=True)
+        except Exception as error:
+            logger.warning("tool %s failed", self.name, exc_info=True)
+            return ToolResult(f"Error: {type(error).__name__} - {error}", is_error=True)
+        return ToolResult(json.dumps(result, ensure_ascii=False), is_error=False)
+
+    def as_openai(self) -> JsonObject:
+        """Return the OpenAI Chat Completions function tool."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": copy.deepcopy(self.input_schema),
+            },
+        }
+
+    def as_anthropic(self) -> JsonObject:
+        """Return the Anthropic Messages API tool definition."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": copy.deepcopy(self.input_schema),
+        }
+
+    def as_mcp(self) -> JsonObject:
+        """Return the Model Context Protocol tool definition (as ``tools/list`` lists it)."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "inputSchema": copy.deepcopy(self.input_schema),
+        }
+
+
+def _parse(arguments: Mapping[str, Any] | str | None) -> Mapping[str, Any]:
+    if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
+        return {}
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError as error:
+            raise InvalidArgumentError(
+                f"Validation failed for input parameters: the arguments are not JSON ({error})"
+            ) from error
+    if not isinstance(arguments, Mapping):
+        raise InvalidArgumentError(
+            "Validation failed for input parameters: the arguments must be a JSON object, "
+            f"got {type(arguments).__name__}"
+        )
+    return arguments
+
+
+def _tool_name(configured: str | None, default: str) -> str:
+    """Return the tool's name, checked against the rule OpenAI and Anthropic share.
+
+    Raises:
+        InvalidArgumentError: the name is not 1–64 letters, digits, ``_`` or ``-``.
+    """
+    name = default if configured is None else configured
+    if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
+        raise InvalidArgumentError(
+            f"tool name must be 1 to 64 letters, digits, '_' or '-', got {name!r}"
+        )
+    return name
+
+
+def _describe(text: str, header: str, stores: Sequence[MemoryStore], closing: str) -> str:
+    """Append the stores that have a description to ``text``, one ``- name: description`` line each.
+
+    Nothing is appended when no store has a description.
+    """
+    lines = [f"- {store.name}: {store.description}" for store in stores if store.description]
+    if not lines:
+        return text
+    return f"{text}\n\n{header}\n" + "\n".join(lines) + f"\n\n{closing}"
+
+
+def _pick_stores(requested: Sequence[str] | None, scope: Sequence[str], tool: str) -> list[str]:
+    """Return the stores a tool call targets: the requested ones in scope, else the whole scope.
+
+    ``None`` or an empty list targets every store in ``scope``. Otherwise requested names in
+    scope are kept in request order without repeats; the others are dropped with a warning.
+
+    Raises:
+        InvalidArgumentError: names were requested but none is in scope.
+    """
+    if not requested:
+        return list(scope)
+    chosen = list(dict.fromkeys(name for name in requested if name in scope))
+    ignored = [name for name in requested if name not in scope]
+    if ignored:
+        logger.warning("%s: ignoring stores it cannot use: %s", tool, ", ".join(ignored))
+    if not chosen:
+        raise InvalidArgumentError(
+            "MemoryManager: none of the requested memory stores are available "
+            f"(requested: {', '.join(requested)}); available stores: {', '.join(scope)}"
+        )
+    return chosen
+
+
+def _string_array(description: str) -> JsonObject:
+    return {
+        "type": "array",
+        "items": {"type": "string"},
+        "default": None,
+        "description": description,
+    }
+
+
+def search_memory_tool(
+    config: ToolConfig,
+    scope: Sequence[MemoryStore],
+    search: SearchFunction,
+    *,
+    with_ids: bool = False,
+) -> MemoryTool:
+    """Build the ``search_memory`` tool.
+
+    The model gives ``query`` and optionally ``max_search_results`` (per store) and ``stores``.
+    The result is a list of ``{"content", "store_name", "metadata"}`` objects (a key is left out
+    when its value is empty), plus ``"id"`` when ``with_ids`` is set so the model can forget.
+
+    Args:
+        config: name and description overrides.
+        scope: the stores the tool searches, in order.
+        search: ``search(query, store_names, max_search_results)`` returning stamped hits.
+        with_ids: whether each result carries the memory's ``id``.
+    """
+    name = _tool_name(config.name, SEARCH_MEMORY)
+    names = [store.name for store in scope]
+
+    async def run(query: str, max_search_results: int | None, stores: list[str] | None) -> Any:
+        targets = _pick_stores(stores, names, name)
+        return [
+            _payload(entry, with_ids) for entry in await search(query, targets, max_search_results)
+        ]
+
+    description = _describe(
+        config.description or _SEARCH_TEXT,
+        "Available memory stores:",
+        scope,
+        "Name one or more of these stores in `stores` to search only them, or leave `stores` "
+        "out to search them all.",
+    )
+    schema: JsonObject = {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "What to recall, in words or a question."},
+            "max_search_results": {
+                "type": "integer",
+                "default": None,
+                "description": "The most results to return from each store.",
+            },
+            "stores": _string_array("Names of the stores to search; leave out to search all."),
+        },
+        "required": ["query"],
+    }
+    return MemoryTool(name, description, schema, run)
+
+
+def _payload(entry: MemoryEntry, with_id: bool) -> JsonObject:
+    item: JsonObject = {"content": entry.content}
+    if entry.store_name:
+        item["store_name"] = entry.store_name
+    if entry.metadata:
+        item["metadata"] = entry.metadata
+    if with_id and entry.id:
+        item["id"] = entry.id
+    return item
+
+
+def add_memory_tool(
+    config: AddToolConfig,
+    scope: Sequence[MemoryStore],
+    add_many: Callable[[list[str], list[str]], Coroutine[Any, Any, None]],
+    spawn: Callable[[Coroutine[Any, Any, None]], None],
+) -> MemoryTool:
+    """Build the ``add_memory`` tool.
+
+    The model gives ``entries`` (facts) and optionally ``stores``. The result is
+    ``{"stored": n}`` (entries, not store writes; a deduplicated entry counts), or
+    ``{"accepted": n}`` when ``config.wait_for_writes`` is off.
+
+    Args:
+        config: name, description and write-mode options (its ``stores`` already applied to
+            ``scope``).
+        scope: the stores the tool may write to, in order.
+        add_many: ``add_many(entries, store_names)`` writing every entry to every named store
+            and raising ``AggregateMemoryError`` naming the entries that failed.
+        spawn: runs a coroutine in the background (used when not waiting for writes).
+    """
+    name = _tool_name(config.name, ADD_MEMORY)
+    names = [store.name for store in scope]
+
+    async def run(entries: list[str], stores: list[str] | None) -> Any:
+        if not entries:
+            raise InvalidArgumentError(f"MemoryManager: {name} requires at least one entry")
+        targets = _pick_stores(stores, names, name)
+        if not config.wait_for_writes:
+            spawn(add_many(entries, targets))
+            return {"accepted": len(entries)}
+        await add_many(entries, targets)
+        return {"stored": len(entries)}
+
+    description = _describe(
+        config.description or _ADD_TEXT,
+        "Available writable stores:",
+        scope,
+        "Name a store in `stores` to save only there, or leave `stores` out to save to every "
+        "store listed.",
+    )
+    schema: JsonObject = {
+        "type": "object",
+        "properties": {
+            "entries": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "The facts to save, one self-contained statement per item.",
+            },
+            "stores": _string_array("Names of the stores to save to; leave out to save to all."),
+        },
+        "required": ["entries"],
+    }
+    return MemoryTool(name, description, schema, run)
+
+
+def forget_memory_tool(
+    config: ToolConfig,
+    scope: Sequence[MemoryStore],
+    forget: Callable[[list[str], list[str]], Awaitable[int]],
+) -> MemoryTool:
+    """Build the ``forget_memory`` tool (not in the reference).
+
+    The model gives ``ids`` (from search results) and optionally ``stores``. The result is
+    ``{"deleted": n}``, the number of memories removed; ids no store holds are not an error.
+
+    Args:
+        config: name and description overrides.
+        scope: the stores the tool may delete from, in order.
+        forget: ``forget(ids, store_names)`` returning how many memories were removed.
+    """
+    name = _tool_name(config.name, FORGET_MEMORY)
+    names = [store.name for store in scope]
+
+    async def run(ids: list[str], stores: list[str] | None) -> Any:
+        if not ids:
+            raise InvalidArgumentError(f"MemoryManager: {name} requires at least one id")
+        return {"deleted": await forget(ids, _pick_stores(stores, names, name))}
+
+    description = _describe(
+        config.description or _FORGET_TEXT,
+        "Stores you can delete from:",
+        scope,
+        "Name stores in `stores` to delete only from them, or leave `stores` out to look in all.",
+    )
+    schema: JsonObject = {
+        "type": "object",
+        "properties": {
+            "ids": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Ids of the memories to delete, as search results give them.",
+            },
+            "stores": _string_array("Names of the stores to delete from; leave out for all."),
+        },
+        "required": ["ids"],
+    }
+    return MemoryTool(name, description, schema, run)

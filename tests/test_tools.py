@@ -1,0 +1,391 @@
+"""Memory tools: names, schemas, payloads, result texts and errors against the reference."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import load_fixture
+from memory_doubles import (
+    CHOCOLATE,
+    DARK_MODE,
+    PREFS,
+    TEAM,
+    TEAM_DARK,
+    RecordingStore,
+    SearchOnlyStore,
+    reference_stores,
+)
+
+from agentrecall import JsonFileStore
+from agentrecall.errors import AggregateMemoryError, InvalidArgumentError
+from agentrecall.manager import MemoryManager
+from agentrecall.tools import AddToolConfig, MemoryTool, ToolConfig, ToolResult
+
+MANAGER = load_fixture("strands_manager.json")
+SPECS = MANAGER["tool_specs"]
+SEEN = MANAGER["tool_results_as_seen_by_model"]
+
+
+def seen_text(case: str) -> str:
+    return str(SEEN[case]["content"][0]["text"])
+
+
+def tools_of(manager: MemoryManager) -> dict[str, MemoryTool]:
+    return {tool.name: tool for tool in manager.tools}
+
+
+def without_descriptions(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {k: without_descriptions(v) for k, v in schema.items() if k != "description"}
+    return schema
+
+
+@pytest.fixture
+def stores(tmp_path: Path) -> list[JsonFileStore]:
+    return reference_stores(tmp_path)
+
+
+@pytest.fixture
+def tools(stores: list[JsonFileStore]) -> dict[str, MemoryTool]:
+    return tools_of(MemoryManager(stores, add_tool=True))
+
+
+# --- definitions -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["search_memory", "add_memory"])
+def test_schemas_match_the_reference_apart_from_wording(
+    tools: dict[str, MemoryTool], name: str
+) -> None:
+    ours = tools[name].input_schema
+    reference = SPECS[name]["inputSchema"]["json"]
+    assert without_descriptions(ours) == without_descriptions(reference)
+    assert list(ours["properties"]) == list(reference["properties"])
+    for prop in ours["properties"].values():
+        assert prop["description"].strip()
+
+
+@pytest.mark.parametrize(
+    ("name", "header"),
+    [("search_memory", "Available memory stores:"), ("add_memory", "Available writable stores:")],
+)
+def test_descriptions_are_ours_and_list_the_described_stores(
+    tools: dict[str, MemoryTool], name: str, header: str
+) -> None:
+    ours = tools[name].description
+    reference = SPECS[name]["description"]
+    assert f"\n\n{header}\n- personal: {PREFS}\n\n" in ours  # the team store has no description
+    assert TEAM not in ours
+    intro, _, closing = ours.partition(f"\n\n{header}\n- personal: {PREFS}\n\n")
+    ref_intro, _, ref_closing = reference.partition(f"\n\n{header}\n- personal: {PREFS}\n\n")
+    assert intro and intro != ref_intro
+    assert closing and closing != ref_closing
+    assert "`stores`" in closing
+
+
+def test_descriptions_without_described_stores_have_no_store_list(tmp_path: Path) -> None:
+    store = JsonFileStore(name="plain", path=tmp_path / "plain.json")
+    for tool in MemoryManager([store], add_tool=True, forget_tool=True).tools:
+        assert "\n\n" not in tool.description and "plain" not in tool.description
+
+
+def test_converters_give_each_api_its_shape(tools: dict[str, MemoryTool]) -> None:
+    tool = tools["search_memory"]
+    assert tool.as_openai() == {
+        "type": "function",
+        "function": {
+            "name": "search_memory",
+            "description": tool.description,
+            "parameters": tool.input_schema,
+        },
+    }
+    assert tool.as_anthropic() == {
+        "name": "search_memory",
+        "description": tool.description,
+        "input_schema": tool.input_schema,
+    }
+    assert tool.as_mcp() == {
+        "name": "search_memory",
+        "description": tool.description,
+        "inputSchema": tool.input_schema,
+    }
+    for converted in (tool.as_anthropic()["input_schema"], tool.as_mcp()["inputSchema"]):
+        converted["properties"].clear()  # callers may change what they got
+    assert "query" in tool.input_schema["properties"]
+    json.dumps([tool.as_openai(), tool.as_anthropic(), tool.as_mcp()])
+
+
+def test_custom_names_and_descriptions(stores: list[JsonFileStore]) -> None:
+    manager = MemoryManager(
+        stores,
+        search_tool=ToolConfig(name="recall", description="Look things up."),
+        add_tool={"name": "remember"},
+    )
+    assert [tool.name for tool in manager.tools] == ["recall", "remember"]
+    assert manager.tools[0].description.startswith("Look things up.\n\nAvailable memory stores:")
+
+
+@pytest.mark.parametrize("name", ["", "has space", "x" * 65, "dots.not.allowed"])
+def test_tool_names_must_suit_every_api(stores: list[JsonFileStore], name: str) -> None:
+    with pytest.raises(InvalidArgumentError, match="tool name"):
+        MemoryManager(stores, search_tool=ToolConfig(name=name))
+
+
+# --- search_memory -----------------------------------------------------------------------------
+
+
+async def test_search_result_text_matches_the_reference(tools: dict[str, MemoryTool]) -> None:
+    text = await tools["search_memory"](query="dark mode", max_search_results=1)
+    assert text == seen_text("search_memory success")
+
+
+async def test_search_payloads_match_the_reference(tools: dict[str, MemoryTool]) -> None:
+    search = tools["search_memory"]
+    assert json.loads(await search(query="dark mode")) == MANAGER["search_memory_payload"]
+    scoped = await search(query="dark", stores=["personal"], max_search_results=1)
+    assert json.loads(scoped) == MANAGER["search_memory_payload_scoped_max1"]
+
+
+async def test_no_match_is_an_empty_list(tools: dict[str, MemoryTool]) -> None:
+    assert await tools["search_memory"](query="zebra") == seen_text("search_memory no match")
+
+
+async def test_a_failing_store_is_skipped(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    stores = reference_stores(tmp_path)
+    (tmp_path / "team.json").write_text("{not json", encoding="utf-8")
+    search = tools_of(MemoryManager(stores))["search_memory"]
+    with caplog.at_level(logging.WARNING, logger="agentrecall.manager"):
+        text = await search(query="dark")
+    assert text == seen_text("search_memory with one failing store (failure skipped)")
+    assert TEAM in caplog.text
+
+
+async def test_all_requested_stores_out_of_scope_is_an_error(tools: dict[str, MemoryTool]) -> None:
+    result = await tools["search_memory"].invoke({"query": "dark", "stores": ["nope"]})
+    assert result.is_error
+    reference = seen_text("search_memory all stores out of scope (ValueError)")
+    assert reference.startswith("Error: MemoryManager: ")
+    assert result.text.startswith("Error: MemoryManager: ")
+    for fact in (
+        "none of the requested memory stores are available",
+        "nope",
+        'available stores: personal, team"s <notes>',
+    ):
+        assert fact in reference and fact in result.text
+
+
+async def test_unknown_names_are_dropped_with_a_warning(
+    tools: dict[str, MemoryTool], caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="agentrecall.tools"):
+        text = await tools["search_memory"](query="dark", stores=["nope", "personal", "personal"])
+    assert [item["content"] for item in json.loads(text)] == [DARK_MODE, CHOCOLATE]
+    assert "nope" in caplog.text
+
+
+async def test_empty_store_list_searches_everything(tools: dict[str, MemoryTool]) -> None:
+    assert len(json.loads(await tools["search_memory"](query="dark", stores=[]))) == 3
+
+
+async def test_results_leave_out_empty_keys() -> None:
+    store = RecordingStore("s", ["a fact"])
+    text = await tools_of(MemoryManager([store]))["search_memory"](query="fact")
+    assert json.loads(text) == [{"content": "a fact", "store_name": "s"}]
+
+
+async def test_a_limit_below_one_finds_nothing(tools: dict[str, MemoryTool]) -> None:
+    # The store refuses the limit; the manager skips the failing store, as the reference does.
+    assert await tools["search_memory"](query="dark", max_search_results=0) == "[]"
+
+
+async def test_ids_come_back_only_when_forgetting_is_on(stores: list[JsonFileStore]) -> None:
+    plain = await tools_of(MemoryManager(stores))["search_memory"](query="chocolate")
+    assert "id" not in json.loads(plain)[0]
+    forgetful = tools_of(MemoryManager(stores, forget_tool=True))["search_memory"]
+    [item] = json.loads(await forgetful(query="chocolate"))
+    assert item == {
+        "content": CHOCOLATE,
+        "store_name": "personal",
+        "metadata": {"_relevanceScore": 1},
+        "id": "p-chocolate",
+    }
+
+
+# --- add_memory --------------------------------------------------------------------------------
+
+
+async def test_add_result_texts_match_the_reference(tools: dict[str, MemoryTool]) -> None:
+    assert await tools["add_memory"](entries=["Likes tea"]) == seen_text("add_memory success")
+    payload = json.loads(await tools["add_memory"](entries=["Likes tea", "Lives in Oslo"]))
+    assert payload == MANAGER["add_memory_payload"]  # a deduplicated entry still counts
+
+
+async def test_add_writes_every_entry_to_every_store(stores: list[JsonFileStore]) -> None:
+    add = tools_of(MemoryManager(stores, add_tool=True))["add_memory"]
+    await add(entries=["Likes tea", "Lives in Oslo"])
+    for store in stores:
+        assert [r.content for r in await store.list()][-2:] == ["Likes tea", "Lives in Oslo"]
+
+
+async def test_add_with_no_entries_is_an_error(tools: dict[str, MemoryTool]) -> None:
+    result = await tools["add_memory"].invoke({"entries": []})
+    assert result == ToolResult(seen_text("add_memory empty entries (ValueError)"), is_error=True)
+
+
+async def test_add_failure_text_has_the_reference_structure(tmp_path: Path) -> None:
+    (tmp_path / "a_file").write_text("", encoding="utf-8")
+    broken = JsonFileStore(name="broken", path=tmp_path / "a_file" / "store.json")
+    add = tools_of(MemoryManager([broken], add_tool=True))["add_memory"]
+    result = await add.invoke({"entries": ["one", "two"]})
+    reference = seen_text("add_memory with one failing store (AggregateMemoryError)")
+    pattern = r"Error: AggregateMemoryError - MemoryManager: failed to add 2 of 2 entries: (.+); \1"
+    assert re.fullmatch(pattern, reference)
+    assert result.is_error and re.fullmatch(pattern, result.text, flags=re.DOTALL)
+
+
+async def test_add_failure_names_each_cause() -> None:
+    failing = RecordingStore("f", add_error=OSError("write error"))
+    add = tools_of(MemoryManager([failing], add_tool=True))["add_memory"]
+    assert await add(entries=["a", "b"]) == (
+        "Error: AggregateMemoryError - MemoryManager: failed to add 2 of 2 entries: "
+        "write error; write error"
+    )
+
+
+async def test_add_targets_the_allowlist_and_refuses_other_stores(tmp_path: Path) -> None:
+    a = RecordingStore("a", description="first")
+    b = RecordingStore("b", description="second")
+    read_only = SearchOnlyStore("r")
+    manager = MemoryManager([a, b, read_only], add_tool=AddToolConfig(stores=[b]))
+    add = tools_of(manager)["add_memory"]
+    assert "- b: second" in add.description and "- a: first" not in add.description
+    assert await add(entries=["x"]) == '{"stored": 1}'
+    assert (a.adds, b.adds) == ([], [("x", None)])
+    for outside in (["a"], ["r"]):
+        text = await add(entries=["y"], stores=outside)
+        assert "none of the requested memory stores are available" in text
+    assert a.adds == [] and len(b.adds) == 1
+
+
+async def test_add_without_waiting_accepts_even_failing_writes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    failing = RecordingStore("f", add_error=OSError("write error"))
+    manager = MemoryManager([failing], add_tool=AddToolConfig(wait_for_writes=False))
+    with caplog.at_level(logging.WARNING, logger="agentrecall.manager"):
+        assert await tools_of(manager)["add_memory"](entries=["a", "b"]) == '{"accepted": 2}'
+        await manager.flush()
+    assert [content for content, _ in failing.adds] == ["a", "b"]
+    assert "write error" in caplog.text
+
+
+# --- forget_memory -----------------------------------------------------------------------------
+
+
+async def test_forget_deletes_by_id(stores: list[JsonFileStore]) -> None:
+    tools = tools_of(MemoryManager(stores, forget_tool=True))
+    assert list(tools) == ["search_memory", "forget_memory"]
+    schema = tools["forget_memory"].input_schema
+    assert schema["required"] == ["ids"] and list(schema["properties"]) == ["ids", "stores"]
+    ids = [item["id"] for item in json.loads(await tools["search_memory"](query="dark"))]
+    assert await tools["forget_memory"](ids=ids[:2]) == '{"deleted": 2}'
+    assert await tools["forget_memory"](ids=["no-such-id"]) == '{"deleted": 0}'
+    remaining = json.loads(await tools["search_memory"](query="dark"))
+    assert [item["content"] for item in remaining] == [TEAM_DARK]
+
+
+async def test_forget_with_no_ids_is_an_error(stores: list[JsonFileStore]) -> None:
+    forget = tools_of(MemoryManager(stores, forget_tool=True))["forget_memory"]
+    assert await forget(ids=[]) == "Error: MemoryManager: forget_memory requires at least one id"
+
+
+# --- calling convention --------------------------------------------------------------------------
+
+
+async def test_missing_argument_text_has_the_reference_structure(
+    tools: dict[str, MemoryTool],
+) -> None:
+    reference = seen_text("add_memory missing required field (validation)").splitlines()
+    ours = (await tools["add_memory"]()).splitlines()
+    assert (
+        ours[0]
+        == "Error: Validation failed for input parameters: 1 validation error for add_memory"
+    )
+    assert reference[0].startswith("Error: Validation failed for input parameters: 1 validation")
+    assert ours[1] == reference[1] == "entries"
+    suffix = " [type=missing, input_value={}, input_type=dict]"
+    assert ours[2].startswith("  ") and ours[2].endswith(suffix)
+    assert reference[2].startswith("  ") and reference[2].endswith(suffix)
+
+
+async def test_wrong_types_are_all_reported(tools: dict[str, MemoryTool]) -> None:
+    result = await tools["search_memory"].invoke(
+        {"query": 5, "max_search_results": "2", "stores": ["ok", 3]}
+    )
+    assert result.is_error
+    lines = result.text.splitlines()
+    assert lines[0].endswith("3 validation errors for search_memory")
+    assert lines[1:] == [
+        "query",
+        "  should be a string [type=string_type, input_value=5, input_type=int]",
+        "max_search_results",
+        "  should be an integer [type=integer_type, input_value='2', input_type=str]",
+        "stores.1",
+        "  should be a string [type=string_type, input_value=3, input_type=int]",
+    ]
+
+
+async def test_booleans_are_not_integers(tools: dict[str, MemoryTool]) -> None:
+    text = await tools["search_memory"](query="dark", max_search_results=True)
+    assert "integer_type" in text
+
+
+async def test_lenient_inputs_are_accepted(tools: dict[str, MemoryTool]) -> None:
+    search = tools["search_memory"]
+    integral = json.loads(await search(query="dark", max_search_results=1.0, extra="ignored"))
+    assert len(integral) == 2
+    assert json.loads(await search(query="dark", stores=None, max_search_results=None))
+
+
+async def test_invoke_takes_json_text_as_openai_delivers_it(tools: dict[str, MemoryTool]) -> None:
+    search = tools["search_memory"]
+    assert (await search.invoke('{"query": "zebra"}')) == ToolResult("[]", is_error=False)
+    for bad in ("{not json", "[1, 2]"):
+        result = await search.invoke(bad)
+        assert result.is_error
+        assert result.text.startswith("Error: Validation failed for input parameters: ")
+    assert (await search.invoke(None)).text.startswith("Error: Validation failed")
+
+
+async def test_error_texts_by_exception_kind() -> None:
+    async def fail(kind: str) -> Any:
+        raise {
+            "value": InvalidArgumentError("bad value"),
+            "os": OSError("disk gone"),
+            "aggregate": AggregateMemoryError("several", [OSError("x")]),
+        }[kind]
+
+    tool = MemoryTool(
+        "t",
+        "test tool",
+        {"type": "object", "properties": {"kind": {"type": "string"}}, "required": ["kind"]},
+        fail,
+    )
+    assert await tool(kind="value") == "Error: bad value"
+    assert await tool(kind="os") == "Error: OSError - disk gone"
+    assert await tool(kind="aggregate") == "Error: AggregateMemoryError - several"
+
+
+async def test_results_are_json_with_unicode_kept() -> None:
+    async def echo(text: str) -> Any:
+        return {"text": text}
+
+    schema = {"type": "object", "properties": {"text": {"type": "string"}}}
+    tool = MemoryTool("echo", "echo", schema, echo)
+    assert await tool(text="Zürich 日本") == '{"text": "Zürich 日本"}'
+    assert await tool(self="not a clash", text="x") == '{"text": "x"}'
