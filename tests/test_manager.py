@@ -36,6 +36,7 @@ from agentrecall.extraction import (
 from agentrecall.injection import InjectionConfig
 from agentrecall.manager import MemoryManager
 from agentrecall.stores.base import MemoryStore
+from agentrecall.testing import ScriptedChatModel
 
 MANAGER = load_fixture("strands_manager.json")
 CONSTRUCTOR_ERRORS = MANAGER["constructor_errors"]
@@ -204,7 +205,15 @@ def test_extractor_needs_add_and_passthrough_needs_add_messages() -> None:
 @pytest.mark.parametrize("extraction", [True, {"trigger": InvocationTrigger()}, ExtractionConfig()])
 def test_extraction_is_accepted_where_it_can_work(extraction: Any) -> None:
     MemoryManager([MessagesOnlyStore("m", extraction=extraction)])
-    MemoryManager([RecordingStore("a", extraction=extraction)])
+    MemoryManager([RecordingStore("a", extraction=extraction)], model=ScriptedChatModel())
+
+
+def test_a_model_extractor_without_any_model_is_refused() -> None:
+    with pytest.raises(ValueError, match="store 'a' extracts facts with a model.*model="):
+        MemoryManager([RecordingStore("a", extraction=True)])
+    MemoryManager(
+        [RecordingStore("a", extraction={"extractor": ModelExtractor(ScriptedChatModel())})]
+    )
 
 
 # --- programmatic search -----------------------------------------------------------------------

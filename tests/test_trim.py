@@ -168,3 +168,35 @@ def test_custom_counter_is_used() -> None:
     history = [u("a"), a("b"), u("c")]
     assert fit_budget(history, 2, lambda m: 1) == [u("c")]
     assert fit_budget(history, 3, lambda m: 1) == history
+
+
+def anthropic_call(call: str) -> dict[str, object]:
+    return {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "checking"},
+            {"type": "tool_use", "id": call, "name": "weather", "input": {"city": "Porto"}},
+        ],
+    }
+
+
+def anthropic_result(call: str) -> dict[str, object]:
+    return {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": call, "content": "sunny"}],
+    }
+
+
+def test_anthropic_shapes_are_read() -> None:
+    assert tool_call_ids(anthropic_call("t1")) == {"t1"}
+    assert tool_result_ids(anthropic_result("t1")) == {"t1"}
+    assert is_tool_result(anthropic_result("t1")) and not is_user_turn(anthropic_result("t1"))
+    # "checking" (8) + "weather" (7) + '{"city": "Porto"}' (17) = 32 units -> 8 tokens.
+    assert estimate_tokens(anthropic_call("t1")) == 8 + 4
+    assert estimate_tokens(anthropic_result("t1")) == 2 + 4
+
+
+def test_anthropic_tool_exchanges_are_cut_whole() -> None:
+    history = [u("q1"), anthropic_call("t1"), anthropic_result("t1"), a("a1"), u("q2"), a("a2")]
+    assert keep_newest(history, 5) == [u("q2"), a("a2")]
+    assert keep_newest(history, 6) == history

@@ -3,6 +3,8 @@
 Long-term memory stores that keep facts and recall them for a query. ``JsonFileStore`` (also
 exported as ``TestMemoryStore``) reads and writes the Strands Agents memory file format.
 ``BufferMemory`` keeps each session's conversation, trimmed to fit the model.
+``MemoryManager`` puts stores to work in any agent loop: memory tools for the model, recalled
+memories folded into its input, facts extracted from the conversation.
 ``import agentrecall`` needs the standard library only.
 """
 
@@ -13,11 +15,24 @@ from agentrecall.errors import (
     AggregateMemoryError,
     InvalidArgumentError,
     InvalidFileError,
+    ModelError,
     StorageError,
 )
+from agentrecall.extraction import (
+    ExtractionConfig,
+    ExtractionResult,
+    IntervalTrigger,
+    InvocationTrigger,
+    MessageFilter,
+    ModelExtractor,
+)
+from agentrecall.injection import InjectionConfig
+from agentrecall.manager import MemoryManager
+from agentrecall.models import ChatModel, OpenAICompatibleModel
 from agentrecall.storage import InMemoryStorage, LocalFileStorage, Storage
 from agentrecall.stores import Capability, JsonFileStore, MemoryStore
 from agentrecall.sync import SyncStore
+from agentrecall.tools import AddToolConfig, MemoryTool, ToolConfig
 from agentrecall.types import AddResult, MemoryEntry, MemoryRecord, SearchOptions
 
 TestMemoryStore = JsonFileStore
@@ -27,25 +42,39 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AddResult",
+    "AddToolConfig",
     "AgentRecallError",
     "AggregateMemoryError",
     "BufferEntry",
     "BufferMemory",
     "BufferMetadata",
     "Capability",
+    "ChatModel",
+    "ExtractionConfig",
+    "ExtractionResult",
     "InMemoryStorage",
+    "InjectionConfig",
+    "IntervalTrigger",
     "InvalidArgumentError",
     "InvalidFileError",
+    "InvocationTrigger",
     "JsonFileStore",
     "LocalFileStorage",
     "MemoryEntry",
+    "MemoryManager",
     "MemoryRecord",
     "MemoryStore",
+    "MemoryTool",
+    "MessageFilter",
+    "ModelError",
+    "ModelExtractor",
+    "OpenAICompatibleModel",
     "SearchOptions",
     "Storage",
     "StorageError",
     "SyncStore",
     "TestMemoryStore",
+    "ToolConfig",
     "estimate_tokens",
     "tiktoken_counter",
 ]

@@ -31,8 +31,9 @@ from agentrecall._internal.options import coerce_config
 from agentrecall._storeset import StoreSet
 from agentrecall._writes import add_to_store, forget_in_store, leaves, settle
 from agentrecall.errors import AggregateMemoryError, InvalidArgumentError
-from agentrecall.extraction.config import implements
+from agentrecall.extraction.config import ResolvedExtraction, implements
 from agentrecall.extraction.coordinator import ExtractionCoordinator
+from agentrecall.extraction.model_extractor import ModelExtractor
 from agentrecall.injection import InjectionConfig, inject_memories, resolve_injection
 from agentrecall.messages import Message
 from agentrecall.models.base import ChatModel
@@ -112,6 +113,7 @@ class MemoryManager:
                 ``ValueError``); the message says which store or option and why.
         """
         self._stores = StoreSet(stores)
+        _check_extraction_models(self._stores.extraction, model)
         self._injection = resolve_injection(injection)
         self._tools = self._build_tools(search_tool, add_tool, forget_tool)
         self._coordinator = (
@@ -401,3 +403,17 @@ def _raise_failures(what: str, targets: Sequence[MemoryStore], outcomes: Sequenc
             f"MemoryManager: {what}: " + ", ".join(name for name, _ in failed),
             [error for _, error in failed],
         )
+
+
+def _check_extraction_models(
+    bindings: Sequence[tuple[MemoryStore, ResolvedExtraction]], model: ChatModel | None
+) -> None:
+    """Refuse a model extractor that would have no model: every save would fail in silence."""
+    for store, resolved in bindings:
+        extractor = resolved.extractor
+        if isinstance(extractor, ModelExtractor) and extractor.model is None and model is None:
+            raise InvalidArgumentError(
+                f"MemoryManager: store '{store.name}' extracts facts with a model, but neither its "
+                "ModelExtractor nor the manager has one; pass model= to the manager or to "
+                "ModelExtractor"
+            )

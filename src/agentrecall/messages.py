@@ -6,6 +6,11 @@
   ``{"toolUse": {"toolUseId", "name", "input"}}`` and ``{"toolResult": {"toolUseId", ...}}``;
   tool results travel in ``user`` messages.
 
+* Anthropic style: ``{"role", "content": str | [blocks]}`` with ``{"type": "text"}``,
+  ``{"type": "tool_use", "id", "name", "input"}`` and
+  ``{"type": "tool_result", "tool_use_id", "content"}``; tool results travel in ``user``
+  messages.
+
 The camelCase fields of AgentLIB messages (``toolCalls``, ``toolCallId``) are read too. Messages
 are plain mappings; nothing here mutates or copies them.
 """
@@ -96,6 +101,15 @@ def content_size(message: Message) -> int:
 def _block_size(block: Mapping[str, Any]) -> int:
     if isinstance(block.get("text"), str):
         return _utf16_length(block["text"])
+    kind = block.get("type")
+    if kind == "tool_use":
+        payload = json.dumps(block.get("input"), ensure_ascii=False, default=str)
+        return _utf16_length(str(block.get("name", ""))) + _utf16_length(payload)
+    if kind == "tool_result":
+        inner = block.get("content")
+        if isinstance(inner, str):
+            return _utf16_length(inner)
+        return sum(_block_size(part) for part in inner or () if isinstance(part, Mapping))
     if isinstance(block.get("json"), (dict, list)):
         return _utf16_length(json.dumps(block["json"], ensure_ascii=False))
     use = block.get("toolUse")
@@ -121,30 +135,33 @@ def tool_call_ids(message: Message) -> frozenset[str]:
         for call in message.get(field) or ()
         if isinstance(call, Mapping)
     }
-    ids.update(
-        block["toolUse"].get("toolUseId")
-        for block in _blocks(message)
-        if isinstance(block.get("toolUse"), Mapping)
-    )
+    for block in _blocks(message):
+        if isinstance(block.get("toolUse"), Mapping):
+            ids.add(block["toolUse"].get("toolUseId"))
+        elif block.get("type") == "tool_use":
+            ids.add(block.get("id"))
     return frozenset(i for i in ids if isinstance(i, str))
 
 
 def tool_result_ids(message: Message) -> frozenset[str]:
     """Return the ids of the tool calls the message answers (tool results)."""
     ids = {message.get("tool_call_id"), message.get("toolCallId")}
-    ids.update(
-        block["toolResult"].get("toolUseId")
-        for block in _blocks(message)
-        if isinstance(block.get("toolResult"), Mapping)
-    )
+    for block in _blocks(message):
+        if isinstance(block.get("toolResult"), Mapping):
+            ids.add(block["toolResult"].get("toolUseId"))
+        elif block.get("type") == "tool_result":
+            ids.add(block.get("tool_use_id"))
     return frozenset(i for i in ids if isinstance(i, str))
 
 
 def is_tool_result(message: Message) -> bool:
-    """Whether the message carries tool results (a ``tool`` message or a Strands result turn)."""
+    """Whether the message carries tool results (a ``tool`` message, or a result turn)."""
     if message.get("role") == "tool":
         return True
-    return any(isinstance(block.get("toolResult"), Mapping) for block in _blocks(message))
+    return any(
+        isinstance(block.get("toolResult"), Mapping) or block.get("type") == "tool_result"
+        for block in _blocks(message)
+    )
 
 
 def is_user_turn(message: Message) -> bool:

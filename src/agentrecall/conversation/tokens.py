@@ -59,6 +59,11 @@ def _model_text(message: Message) -> str:
     for block in content or ():
         if isinstance(block.get("text"), str):
             parts.append(block["text"])
-        elif "toolUse" in block or "toolResult" in block or "json" in block:
+        elif (
+            "toolUse" in block
+            or "toolResult" in block
+            or "json" in block
+            or block.get("type") in ("tool_use", "tool_result")
+        ):
             parts.append(json.dumps(block, ensure_ascii=False, default=str))
     return "\n".join(parts)

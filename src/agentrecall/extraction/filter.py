@@ -29,13 +29,16 @@ BLOCK_KINDS = frozenset(
 DEFAULT_EXCLUDE = ("toolUse", "toolResult")
 """Tool traffic: calls and their results say little about the user and cost many tokens."""
 
-# OpenAI content parts name their kind in "type"; these map onto the Strands names.
+# OpenAI and Anthropic content parts name their kind in "type"; these map onto Strands names.
 _PART_KINDS = {
     "text": "text",
     "refusal": "text",
     "image_url": "image",
     "input_audio": "audio",
     "file": "document",
+    "tool_use": "toolUse",
+    "tool_result": "toolResult",
+    "thinking": "reasoningContent",
 }
 _TOOL_CALL_FIELDS = ("tool_calls", "toolCalls")
 
@@ -52,9 +55,10 @@ def block_kind(block: Mapping[str, Any]) -> str:
 class MessageFilter:
     """Drops content blocks by kind before messages reach an extractor or a store.
 
-    Works on both message shapes. In Strands messages each block is judged by its kind. In
-    OpenAI messages string content counts as ``text``, each content part by its ``type``
-    (``image_url`` is ``image``, ``file`` is ``document``, ``input_audio`` is ``audio``),
+    Works on every message shape. In Strands messages each block is judged by its kind. In
+    OpenAI and Anthropic messages string content counts as ``text``, each content part by its
+    ``type`` (``image_url`` is ``image``, ``file`` is ``document``, ``input_audio`` is
+    ``audio``, ``tool_use`` is ``toolUse``, ``tool_result`` is ``toolResult``),
     ``tool_calls`` as ``toolUse``, and a whole ``tool`` message as ``toolResult``. A message
     left with no content and no tool calls is dropped.
 
