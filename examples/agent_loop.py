@@ -1,0 +1,58 @@
+"""A chat agent with long-term and conversation memory, in one plain loop.
+
+Run it against any OpenAI-compatible server (OpenAI, vLLM, Ollama, llama.cpp)::
+
+    python examples/agent_loop.py http://localhost:11434/v1 llama3.1
+
+Facts the model extracts land in ``agent-data/facts.json``; the conversation is kept in
+``agent-data/conversations.db``. Stop and start it again: it still knows you.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+from agentrecall import (
+    BufferMemory,
+    ExtractionConfig,
+    IntervalTrigger,
+    JsonFileStore,
+    MemoryManager,
+    OpenAICompatibleModel,
+)
+
+SYSTEM = "You are a helpful assistant. Use what you remember about the user when it helps."
+
+
+async def chat(base_url: str, model_name: str, turns: list[str], data: str) -> list[str]:
+    """Answer each of ``turns`` in one session; return the replies."""
+    model = OpenAICompatibleModel(base_url, model_name, api_key=os.getenv("OPENAI_API_KEY"))
+    facts = JsonFileStore(
+        name="facts",
+        path=f"{data}/facts.json",
+        extraction=ExtractionConfig(trigger=IntervalTrigger(2)),  # extract every 2 turns
+    )
+    manager = MemoryManager([facts], model=model)
+    conversation = BufferMemory(max_messages=40, max_tokens=3000, path=f"{data}/conversations.db")
+    replies = []
+    async with model, conversation:
+        for text in turns:
+            history = await conversation.read("me")
+            ask = {"role": "user", "content": text}
+            manager.record([ask])
+            answer = await model.complete(await manager.inject([*history, ask]), system=SYSTEM)
+            reply = {"role": "assistant", "content": answer}
+            manager.record([reply])
+            manager.end_turn()
+            await conversation.write([*history, ask, reply], "me")
+            replies.append(answer)
+        await manager.flush()  # extract from the turns no trigger has covered yet
+    return replies
+
+
+if __name__ == "__main__":
+    url, name = sys.argv[1], sys.argv[2]
+    for line in sys.stdin:
+        print(asyncio.run(chat(url, name, [line.strip()], "agent-data"))[0])

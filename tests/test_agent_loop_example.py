@@ -1,0 +1,74 @@
+"""The README's agent loop, run for real against an OpenAI-compatible server on loopback."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from agentrecall.testing import ChatServer, Reply
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "agent_loop.py"
+
+
+def load_example() -> Any:
+    spec = importlib.util.spec_from_file_location("agent_loop", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def respond(request: Any) -> Reply:
+    """Extraction requests get facts; chat replies show whether memory was injected."""
+    if "JSON array" in (request.system or ""):
+        transcript = request.last_user_text or ""
+        facts = (
+            [{"content": "The user is vegetarian and plans dinner at home."}]
+            if "vegetarian" in transcript
+            else []
+        )
+        return Reply.text(json.dumps(facts))
+    recalled = (request.last_user_text or "").partition("<memory>")[2]
+    return Reply.text("I remember you are vegetarian." if "vegetarian" in recalled else "Noted!")
+
+
+def test_the_readme_shows_the_example_as_it_is() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    code = EXAMPLE.read_text(encoding="utf-8")
+    body = code[code.index("async def chat") : code.index('\n\nif __name__ == "__main__":')]
+    assert body in readme
+
+
+async def test_memory_survives_between_runs(tmp_path: Path) -> None:
+    example = load_example()
+    with ChatServer(responder=respond) as server:
+        first = await example.chat(
+            server.base_url, "m", ["Hi! I'm vegetarian.", "Plan my dinner."], str(tmp_path)
+        )
+        second = await example.chat(
+            server.base_url, "m", ["What should I cook for dinner?"], str(tmp_path)
+        )
+    assert first == ["Noted!", "Noted!"]
+    assert second == ["I remember you are vegetarian."]
+    facts = json.loads((tmp_path / "facts.json").read_text(encoding="utf-8"))
+    assert [f["content"] for f in facts] == ["The user is vegetarian and plans dinner at home."]
+    last_chat = [r for r in server.requests if "JSON array" not in (r.system or "")][-1]
+    assert re.search(
+        r'<entry source="facts">The user is vegetarian and plans dinner at home\.</entry>',
+        last_chat.last_user_text or "",
+    )
+    # The second run saw the first run's conversation, from the database.
+    assert [m["content"] for m in last_chat.messages[-5:-1]] == [
+        "Hi! I'm vegetarian.",
+        "Noted!",
+        "Plan my dinner.",
+        "Noted!",
+    ]
+    with sqlite3.connect(tmp_path / "conversations.db") as db:
+        (stored,) = db.execute("SELECT messages FROM buffer_sessions").fetchone()
+    assert len(json.loads(stored)) == 6
