@@ -1,19 +1,29 @@
-"""Memory that survives a restart: one process remembers, a fresh process recalls.
+"""Memory that survives a restart: one process remembers, fresh processes recall.
 
 Run with ``make demo``. Everything lives under ``.demo/`` (recreated each run): long-term facts
-in a JsonFileStore, and a conversation in a BufferMemory persisted to SQLite.
+in a JsonFileStore, and a conversation in a BufferMemory persisted to SQLite. The third process
+runs an agent turn through a MemoryManager with a scripted model (no network): memories are
+folded into the model's input, and a new fact is extracted from the conversation.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from agentrecall import BufferMemory, JsonFileStore
+from agentrecall import (
+    BufferMemory,
+    ExtractionConfig,
+    InvocationTrigger,
+    JsonFileStore,
+    MemoryManager,
+)
+from agentrecall.testing import ModelCall, ScriptedChatModel
 
 DEMO_DIR = Path(__file__).resolve().parent.parent / ".demo"
 FACTS_FILE = DEMO_DIR / "memory.json"
@@ -84,13 +94,50 @@ async def recall() -> None:
             print(f"    {message['role']:>9}: {message['content']}")
 
 
+AGENT_SYSTEM = "You are a travel assistant."
+
+
+def scripted_answer(call: ModelCall) -> str:
+    """The scripted model: agent turns get a reply, extraction requests get a fact list."""
+    if call.system == AGENT_SYSTEM:
+        return "Done: aisle seat 14C on your Friday flight to Porto."
+    return json.dumps([{"content": "The user is flying from Lisbon to Porto on Friday."}])
+
+
+async def agent() -> None:
+    """The third process: one agent turn with injection, then extraction."""
+    facts = JsonFileStore(
+        name="demo", path=FACTS_FILE, extraction=ExtractionConfig(trigger=InvocationTrigger())
+    )
+    model = ScriptedChatModel(default=scripted_answer)
+    manager = MemoryManager([facts], model=model, add_tool=True)
+    print(f"  tools offered to the model: {[tool.name for tool in manager.tools]}")
+    ask = {"role": "user", "content": "Book aisle seats on my flights to Porto."}
+    manager.record([ask])
+    prompt = await manager.inject([ask])
+    shown = str(prompt[-1]["content"]).replace("\n", "\n    ")
+    print(f"  the user message as the model sees it:\n    {shown}")
+    reply = {"role": "assistant", "content": await model.complete(prompt, system=AGENT_SYSTEM)}
+    print(f"  model: {reply['content']}")
+    manager.record([reply])
+    manager.end_turn()  # the trigger fires: extraction runs in the background
+    await manager.flush()
+    for hit in await facts.search("Porto Friday", {"max_search_results": 1}):
+        print(f"  extracted and stored: {hit.content}")
+    print(f"  {await facts.count()} memories in the file now")
+
+
 def main() -> None:
     """Run each phase in its own process, or one phase when named on the command line."""
     if len(sys.argv) > 1:
-        asyncio.run({"remember": remember, "recall": recall}[sys.argv[1]]())
+        asyncio.run({"remember": remember, "recall": recall, "agent": agent}[sys.argv[1]]())
         return
     shutil.rmtree(DEMO_DIR, ignore_errors=True)
-    for phase, title in (("remember", "Process 1 remembers"), ("recall", "Process 2 recalls")):
+    for phase, title in (
+        ("remember", "Process 1 remembers"),
+        ("recall", "Process 2 recalls"),
+        ("agent", "Process 3: an agent turn with a memory manager"),
+    ):
         print(f"\n== {title} ==")
         subprocess.run([sys.executable, __file__, phase], check=True)
 
