@@ -397,3 +397,10 @@ def test_construction_does_no_io(tmp_path: Path) -> None:
 
 def test_type_is_buffer() -> None:
     assert BufferMemory().type == "buffer"
+
+
+async def test_messages_that_cannot_be_copied_are_refused_in_memory() -> None:
+    memory = BufferMemory()
+    with pytest.raises(InvalidArgumentError, match="cannot be copied"):
+        await memory.write([{"role": "user", "content": "x", "callback": lambda: None}])
+    assert memory.session_count == 0

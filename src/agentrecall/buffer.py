@@ -10,9 +10,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, TypeVar, cast
 
-from agentrecall._internal.ids import new_id
-from agentrecall._internal.jsoncopy import copy_json
-from agentrecall.conversation.sessions import MemorySessions, SessionBackend, SessionRecord
+from agentrecall.conversation.sessions import (
+    MemorySessions,
+    SessionBackend,
+    SessionRecord,
+    freeze,
+    thaw,
+)
 from agentrecall.conversation.sqlite_sessions import SQLiteSessions
 from agentrecall.conversation.tokens import TokenCounter, estimate_tokens
 from agentrecall.conversation.trim import fit_budget, keep_newest
@@ -191,10 +195,7 @@ class BufferMemory:
         if agent_name is not None and not isinstance(agent_name, str):
             raise InvalidArgumentError(f"agent_name must be a string, got {agent_name!r}")
         checked_tags = _check_tags(tags)
-        kept = [
-            copy_json(m)
-            for m in keep_newest([m for m in messages if not is_system(m)], self.max_messages)
-        ]
+        kept = keep_newest([m for m in messages if not is_system(m)], self.max_messages)
         await self._call(self._write_blocking, key, kept, agent_name, checked_tags)
 
     async def clear(self, session_id: str | None = None) -> None:
@@ -244,18 +245,14 @@ class BufferMemory:
             seeded = self._seeds.get(key)
             if seeded is None or tags is not None:
                 return []
-            messages: list[Message] = seeded
+            messages: list[dict[str, Any]] = thaw(seeded)
         else:
             if tags is not None and not tags.items() <= (record.tags or {}).items():
                 return []
             self._backend.touch(key, now)
-            messages = record.messages
-        window = fit_budget(keep_newest(messages, limit), self.max_tokens, self._count_tokens)
-        if self._backend.blocking and record is not None:
-            # The database parsed these objects for this call alone: no copy needed.
-            return cast(list[dict[str, Any]], window)
-        copied: list[dict[str, Any]] = copy_json(window)
-        return copied
+            messages = _as_dicts(record.messages)
+        # Backends and seeds hand out fresh copies, so the window is the caller's to keep.
+        return fit_budget(keep_newest(messages, limit), self.max_tokens, self._count_tokens)
 
     def _write_blocking(
         self, key: str, kept: list[Message], agent_name: str | None, tags: dict[str, str] | None
@@ -263,7 +260,7 @@ class BufferMemory:
         now = self._clock()
         record = SessionRecord(
             session_id=key,
-            entry_id=new_id(),
+            entry_id=None,
             messages=kept,
             created_at=now,
             accessed_at=now,
@@ -294,10 +291,11 @@ class BufferMemory:
 
 
 def _entry(record: SessionRecord) -> BufferEntry:
+    assert record.entry_id is not None  # backends always return it
     return BufferEntry(
         id=record.entry_id,
         session_id=record.session_id,
-        messages=copy_json(record.messages),
+        messages=_as_dicts(record.messages),
         metadata=BufferMetadata(
             created_at=_utc(record.created_at),
             accessed_at=_utc(record.accessed_at),
@@ -306,6 +304,11 @@ def _entry(record: SessionRecord) -> BufferEntry:
             token_count=record.token_count,
         ),
     )
+
+
+def _as_dicts(messages: list[Message]) -> list[dict[str, Any]]:
+    # Backends return messages rebuilt from pickle or JSON: always plain dicts.
+    return cast(list[dict[str, Any]], messages)
 
 
 def _utc(seconds: float) -> datetime:
@@ -347,12 +350,12 @@ def _check_tags(tags: Mapping[str, str] | None) -> dict[str, str] | None:
     return dict(tags)
 
 
-def _copy_seeds(default_store: Mapping[str, Sequence[Message]] | None) -> dict[str, list[Message]]:
-    seeds: dict[str, list[Message]] = {}
+def _copy_seeds(default_store: Mapping[str, Sequence[Message]] | None) -> dict[str, bytes]:
+    seeds: dict[str, bytes] = {}
     for session_id, messages in (default_store or {}).items():
         if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
             raise InvalidArgumentError(f"default_store[{session_id!r}] must be a list of messages")
         for index, message in enumerate(messages):
             check_message(message, index, f"default_store[{session_id!r}]")
-        seeds[_session_key(session_id)] = [copy_json(m) for m in messages]
+        seeds[_session_key(session_id)] = freeze(list(messages))
     return seeds

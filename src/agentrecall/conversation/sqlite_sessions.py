@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from agentrecall._internal.ids import new_id
 from agentrecall.conversation.sessions import SessionRecord
 from agentrecall.errors import StorageError
 
@@ -75,16 +76,13 @@ class SQLiteSessions:
                     "DELETE FROM buffer_sessions WHERE session_id = ? AND accessed_at < ?",
                     (record.session_id, idle_before),
                 )
-            db.execute(
+            stored = db.execute(
                 f"INSERT INTO buffer_sessions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (session_id) DO UPDATE SET messages = excluded.messages, "
                 "accessed_at = excluded.accessed_at, agent_name = excluded.agent_name, "
-                "tags = excluded.tags, token_count = excluded.token_count",
+                "tags = excluded.tags, token_count = excluded.token_count "
+                "RETURNING entry_id, created_at",
                 _row(record),
-            )
-            stored = db.execute(
-                "SELECT entry_id, created_at FROM buffer_sessions WHERE session_id = ?",
-                (record.session_id,),
             ).fetchone()
             return SessionRecord(
                 record.session_id,
@@ -257,7 +255,7 @@ def _migrate(db: sqlite3.Connection, path: str) -> None:
 def _row(record: SessionRecord) -> tuple[Any, ...]:
     return (
         record.session_id,
-        record.entry_id,
+        record.entry_id or new_id(),
         json.dumps(record.messages, ensure_ascii=False),
         record.created_at,
         record.accessed_at,
