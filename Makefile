@@ -35,6 +35,8 @@ pytest: $(VENV)/.installed-dev
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_jsonfile.py
+	$(BIN)/python benchmarks/bench_buffer.py
+	$(BIN)/python benchmarks/bench_manager.py
 
 clean:
 	rm -rf $(VENV) .demo

@@ -404,3 +404,34 @@ async def test_messages_that_cannot_be_copied_are_refused_in_memory() -> None:
     with pytest.raises(InvalidArgumentError, match="cannot be copied"):
         await memory.write([{"role": "user", "content": "x", "callback": lambda: None}])
     assert memory.session_count == 0
+
+
+async def test_uncopyable_messages_are_named_by_their_index() -> None:
+    memory = BufferMemory()
+    unpicklable = {"role": "user", "content": "x", "callback": lambda: None}
+    with pytest.raises(InvalidArgumentError, match=r"messages\[2\] cannot be stored.*copied"):
+        await memory.write([s("sys"), u("q"), unpicklable])
+    assert memory.session_count == 0
+
+
+async def test_non_json_messages_are_named_by_their_index(tmp_path: Path) -> None:
+    memory = BufferMemory(path=tmp_path / "c.db")
+    with pytest.raises(InvalidArgumentError, match=r"messages\[1\] cannot be stored.*JSON"):
+        await memory.write([u("q"), {"role": "user", "content": "x", "extra": {1, 2}}])
+    assert await memory.read() == []
+
+
+async def test_limit_keeps_seeded_system_messages(make) -> None:
+    memory = make(
+        max_tokens=100, default_store={"k": [s("sys"), u("u1"), a("a1"), u("u2"), a("a2")]}
+    )
+    assert await memory.read("k", limit=3) == [s("sys"), u("u2"), a("a2")]
+
+
+async def test_other_mappings_come_back_as_dicts(make) -> None:
+    from collections import OrderedDict
+
+    memory = make()
+    await memory.write([OrderedDict(role="user", content="q")])
+    (message,) = await memory.read()
+    assert type(message) is dict and message == u("q")

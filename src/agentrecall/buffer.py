@@ -14,6 +14,7 @@ from agentrecall.conversation.sessions import (
     MemorySessions,
     SessionBackend,
     SessionRecord,
+    UnstorableMessage,
     freeze,
     thaw,
 )
@@ -196,7 +197,7 @@ class BufferMemory:
             raise InvalidArgumentError(f"agent_name must be a string, got {agent_name!r}")
         checked_tags = _check_tags(tags)
         kept = keep_newest([m for m in messages if not is_system(m)], self.max_messages)
-        await self._call(self._write_blocking, key, kept, agent_name, checked_tags)
+        await self._call(self._write_blocking, key, messages, kept, agent_name, checked_tags)
 
     async def clear(self, session_id: str | None = None) -> None:
         """Forget one session (seeded ones included), or every session when omitted."""
@@ -236,11 +237,7 @@ class BufferMemory:
         self, key: str, limit: int | None, tags: dict[str, str] | None
     ) -> list[dict[str, Any]]:
         now = self._clock()
-        record = self._backend.get(key)
-        idle_before = self._idle_before(now)
-        if record is not None and idle_before is not None and record.accessed_at < idle_before:
-            self._backend.purge_idle(idle_before)
-            record = None
+        record = self._backend.access(key, now, self._idle_before(now))
         if record is None:
             seeded = self._seeds.get(key)
             if seeded is None or tags is not None:
@@ -249,13 +246,21 @@ class BufferMemory:
         else:
             if tags is not None and not tags.items() <= (record.tags or {}).items():
                 return []
-            self._backend.touch(key, now)
             messages = _as_dicts(record.messages)
+        if limit is not None:
+            # Seeded system messages are kept whatever the limit, as the budget keeps them.
+            system = [m for m in messages if is_system(m)]
+            messages = system + keep_newest([m for m in messages if not is_system(m)], limit)
         # Backends and seeds hand out fresh copies, so the window is the caller's to keep.
-        return fit_budget(keep_newest(messages, limit), self.max_tokens, self._count_tokens)
+        return fit_budget(messages, self.max_tokens, self._count_tokens)
 
     def _write_blocking(
-        self, key: str, kept: list[Message], agent_name: str | None, tags: dict[str, str] | None
+        self,
+        key: str,
+        given: Sequence[Message],
+        kept: list[Message],
+        agent_name: str | None,
+        tags: dict[str, str] | None,
     ) -> None:
         now = self._clock()
         record = SessionRecord(
@@ -270,10 +275,10 @@ class BufferMemory:
         )
         try:
             self._backend.put(record, self._idle_before(now))
-        except (TypeError, ValueError) as error:
+        except UnstorableMessage as error:
+            index = next(i for i, m in enumerate(given) if m is kept[error.position])
             raise InvalidArgumentError(
-                f"messages cannot be stored in '{getattr(self._backend, 'path', '')}': "
-                f"a persisted buffer keeps messages as JSON ({error})"
+                f"messages[{index}] cannot be stored: {error.reason}"
             ) from error
         self._seeds.pop(key, None)
 
@@ -357,5 +362,10 @@ def _copy_seeds(default_store: Mapping[str, Sequence[Message]] | None) -> dict[s
             raise InvalidArgumentError(f"default_store[{session_id!r}] must be a list of messages")
         for index, message in enumerate(messages):
             check_message(message, index, f"default_store[{session_id!r}]")
-        seeds[_session_key(session_id)] = freeze(list(messages))
+        try:
+            seeds[_session_key(session_id)] = freeze(list(messages))
+        except UnstorableMessage as error:
+            raise InvalidArgumentError(
+                f"default_store[{session_id!r}][{error.position}] cannot be stored: {error.reason}"
+            ) from error
     return seeds

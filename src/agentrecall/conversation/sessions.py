@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -52,8 +53,14 @@ class SessionBackend(Protocol):
         """
         ...
 
-    def touch(self, session_id: str, when: float) -> None:
-        """Set the session's access time."""
+    def access(
+        self, session_id: str, when: float, idle_before: float | None
+    ) -> SessionRecord | None:
+        """Return the session with its access time set to ``when``, or ``None``.
+
+        A session last accessed before ``idle_before`` is removed instead, and ``None`` comes
+        back.
+        """
         ...
 
     def delete(self, session_id: str | None) -> None:
@@ -112,12 +119,20 @@ class MemorySessions:
             self._sessions[record.session_id] = (stored, frozen)
         return replace(stored, messages=record.messages)
 
-    def touch(self, session_id: str, when: float) -> None:
-        """Set the session's access time."""
+    def access(
+        self, session_id: str, when: float, idle_before: float | None
+    ) -> SessionRecord | None:
+        """Return the session marked accessed at ``when`` (see :class:`SessionBackend`)."""
         with self._lock:
             stored = self._sessions.get(session_id)
-            if stored is not None:
-                self._sessions[session_id] = (replace(stored[0], accessed_at=when), stored[1])
+            if stored is None:
+                return None
+            if _idle(stored[0], idle_before):
+                del self._sessions[session_id]
+                return None
+            stored = (replace(stored[0], accessed_at=when), stored[1])
+            self._sessions[session_id] = stored
+        return _thawed(stored)
 
     def delete(self, session_id: str | None) -> None:
         """Remove one session, or all."""
@@ -148,14 +163,42 @@ class MemorySessions:
         """Nothing to release."""
 
 
+class UnstorableMessage(InvalidArgumentError):
+    """A message a backend cannot keep; ``position`` is its index in the list it was given."""
+
+    def __init__(self, position: int, reason: str) -> None:
+        super().__init__(f"message {position} cannot be stored: {reason}")
+        self.position = position
+        self.reason = reason
+
+
+def first_failure(messages: Sequence[Message], encode: Callable[[Any], object]) -> int:
+    """Return the index of the first message ``encode`` raises on (0 when none does alone)."""
+    for position, message in enumerate(messages):
+        try:
+            encode(message)
+        except Exception:  # any failure marks the message we are looking for
+            return position
+    return 0
+
+
+def plain(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Return the messages as plain dicts (other mappings converted, the top level only)."""
+    return [m if type(m) is dict else dict(m) for m in messages]
+
+
 def freeze(messages: list[Message]) -> bytes:
-    """Return a private copy of ``messages`` as bytes, or refuse ones that cannot be copied."""
+    """Return a private copy of ``messages`` as bytes.
+
+    Raises:
+        UnstorableMessage: a message holds an object that cannot be copied.
+    """
     try:
-        return pickle.dumps(messages, protocol=pickle.HIGHEST_PROTOCOL)
+        return pickle.dumps(plain(messages), protocol=pickle.HIGHEST_PROTOCOL)
     except (pickle.PicklingError, TypeError, AttributeError) as error:
-        raise InvalidArgumentError(
-            f"messages cannot be copied into memory: they hold an object that cannot be "
-            f"copied ({error})"
+        position = first_failure(messages, pickle.dumps)
+        raise UnstorableMessage(
+            position, f"it holds an object that cannot be copied ({error})"
         ) from error
 
 

@@ -11,7 +11,12 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from agentrecall._internal.ids import new_id
-from agentrecall.conversation.sessions import SessionRecord
+from agentrecall.conversation.sessions import (
+    SessionRecord,
+    UnstorableMessage,
+    first_failure,
+    plain,
+)
 from agentrecall.errors import StorageError
 
 T = TypeVar("T")
@@ -69,6 +74,7 @@ class SQLiteSessions:
 
     def put(self, record: SessionRecord, idle_before: float | None) -> SessionRecord:
         """Store ``record`` durably (see ``SessionBackend.put``)."""
+        row = _row(record, self.path)
 
         def write(db: sqlite3.Connection) -> SessionRecord:
             if idle_before is not None:
@@ -82,7 +88,7 @@ class SQLiteSessions:
                 "accessed_at = excluded.accessed_at, agent_name = excluded.agent_name, "
                 "tags = excluded.tags, token_count = excluded.token_count "
                 "RETURNING entry_id, created_at",
-                _row(record),
+                row,
             ).fetchone()
             return SessionRecord(
                 record.session_id,
@@ -97,16 +103,25 @@ class SQLiteSessions:
 
         return self._run(write, write=True)
 
-    def touch(self, session_id: str, when: float) -> None:
-        """Set the session's access time (not fsynced, see the class docstring)."""
-        self._run(
-            lambda db: db.execute(
-                "UPDATE buffer_sessions SET accessed_at = ? WHERE session_id = ?",
+    def access(
+        self, session_id: str, when: float, idle_before: float | None
+    ) -> SessionRecord | None:
+        """Return the session marked accessed at ``when``, in one transaction (not fsynced)."""
+
+        def touch(db: sqlite3.Connection) -> list[Any]:
+            if idle_before is not None:
+                db.execute(
+                    "DELETE FROM buffer_sessions WHERE session_id = ? AND accessed_at < ?",
+                    (session_id, idle_before),
+                )
+            return db.execute(
+                "UPDATE buffer_sessions SET accessed_at = ? WHERE session_id = ? "
+                f"RETURNING {_COLUMNS}",
                 (when, session_id),
-            ),
-            write=True,
-            durable=False,
-        )
+            ).fetchall()
+
+        rows = self._run(touch, write=True, durable=False)
+        return _record(rows[0]) if rows else None
 
     def delete(self, session_id: str | None) -> None:
         """Remove one session, or all."""
@@ -199,10 +214,12 @@ def _transaction(db: sqlite3.Connection, *, write: bool, durable: bool) -> Itera
         db.execute("BEGIN")
     try:
         yield
+        db.execute("COMMIT")
     except BaseException:
-        db.execute("ROLLBACK")
+        # Also after a failed COMMIT: a transaction left open would break every later call.
+        if db.in_transaction:
+            db.execute("ROLLBACK")
         raise
-    db.execute("COMMIT")
 
 
 def _check_is_database(db: sqlite3.Connection, path: str) -> None:
@@ -252,11 +269,18 @@ def _migrate(db: sqlite3.Connection, path: str) -> None:
         )
 
 
-def _row(record: SessionRecord) -> tuple[Any, ...]:
+def _row(record: SessionRecord, path: str) -> tuple[Any, ...]:
+    try:
+        messages = json.dumps(plain(record.messages), ensure_ascii=False)
+    except (TypeError, ValueError) as error:
+        position = first_failure(record.messages, json.dumps)
+        raise UnstorableMessage(
+            position, f"'{path}' keeps messages as JSON and this one is not ({error})"
+        ) from error
     return (
         record.session_id,
         record.entry_id or new_id(),
-        json.dumps(record.messages, ensure_ascii=False),
+        messages,
         record.created_at,
         record.accessed_at,
         record.agent_name,
