@@ -399,13 +399,6 @@ def test_type_is_buffer() -> None:
     assert BufferMemory().type == "buffer"
 
 
-async def test_messages_that_cannot_be_copied_are_refused_in_memory() -> None:
-    memory = BufferMemory()
-    with pytest.raises(InvalidArgumentError, match="cannot be copied"):
-        await memory.write([{"role": "user", "content": "x", "callback": lambda: None}])
-    assert memory.session_count == 0
-
-
 async def test_uncopyable_messages_are_named_by_their_index() -> None:
     memory = BufferMemory()
     unpicklable = {"role": "user", "content": "x", "callback": lambda: None}
