@@ -17,9 +17,27 @@ class Capability(str, enum.Enum):
     """
 
     GET = "get"
+    """``get(id)`` returns one memory or ``None``."""
     DELETE = "delete"
+    """``delete(id)`` and ``delete_many(ids)`` forget memories."""
     LIST = "list"
+    """``list(offset=, limit=)`` pages through memories, oldest first."""
     COUNT = "count"
+    """``count()`` says how many memories there are."""
+    ADD_MANY = "add_many"
+    """``add_many([(content, metadata), ...])`` adds a batch in one write, results in order."""
+    UPDATE = "update"
+    """``update(id, content=, metadata=)`` changes a memory in place."""
+    CLEAR = "clear"
+    """``clear()`` forgets every memory the store (or scope) holds."""
+    SCOPE = "scope"
+    """``scope(user_id=, agent_id=, session_id=)`` returns a view confined to one scope."""
+    FILTER = "filter"
+    """``search``, ``list`` and ``count`` take a metadata ``filter`` and time bounds."""
+    EXPIRY = "expiry"
+    """Memories may expire (``ttl``/``expires_at``); expired ones are never returned."""
+    HISTORY = "history"
+    """``history(id)`` returns the versions ``update`` and ``delete`` replaced."""
 
 
 @runtime_checkable

@@ -73,7 +73,13 @@ class JsonFileStore:
 
     __test__: ClassVar[bool] = False  # exported as TestMemoryStore: not a pytest test class
     capabilities: ClassVar[frozenset[Capability]] = frozenset(
-        {Capability.GET, Capability.DELETE, Capability.LIST, Capability.COUNT}
+        {
+            Capability.GET,
+            Capability.DELETE,
+            Capability.LIST,
+            Capability.COUNT,
+            Capability.ADD_MANY,
+        }
     )
 
     def __init__(
