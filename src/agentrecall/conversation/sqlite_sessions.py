@@ -3,26 +3,20 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from agentrecall._internal.ids import new_id
+from agentrecall._internal.sqlite import Database
 from agentrecall.conversation.sessions import (
     SessionRecord,
     UnstorableMessage,
     first_failure,
     plain,
 )
-from agentrecall.errors import StorageError
 
 T = TypeVar("T")
-
-COMPONENT = "buffer"
-SCHEMA_VERSION = 1
 
 # Append-only: migration N brings a database from version N to N + 1.
 _MIGRATIONS = [
@@ -59,9 +53,13 @@ class SQLiteSessions:
 
     def __init__(self, path: str, *, busy_timeout: float = 30.0) -> None:
         self.path = path
-        self._busy_timeout = busy_timeout
-        self._connection: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
+        self._db = Database(
+            path,
+            component="buffer",
+            migrations=_MIGRATIONS,
+            what="conversation database",
+            busy_timeout=busy_timeout,
+        )
 
     def get(self, session_id: str) -> SessionRecord | None:
         """Return the session, or ``None``."""
@@ -161,10 +159,7 @@ class SQLiteSessions:
 
     def close(self) -> None:
         """Close the connection; the next call opens it again."""
-        with self._lock:
-            if self._connection is not None:
-                self._connection.close()
-                self._connection = None
+        self._db.close()
 
     def _run(
         self,
@@ -173,100 +168,7 @@ class SQLiteSessions:
         write: bool = False,
         durable: bool = True,
     ) -> T:
-        with self._lock:
-            try:
-                db = self._connection or self._open()
-                with _transaction(db, write=write, durable=durable):
-                    return operation(db)
-            except sqlite3.Error as error:
-                raise StorageError(f"conversation database '{self.path}': {error}") from error
-
-    def _open(self) -> sqlite3.Connection:
-        directory = os.path.dirname(os.path.abspath(self.path))
-        try:
-            os.makedirs(directory, exist_ok=True)
-        except OSError as error:
-            raise StorageError(
-                f"cannot create the directory of conversation database '{self.path}': "
-                f"{error.strerror or error}"
-            ) from error
-        db = sqlite3.connect(
-            self.path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
-        )
-        try:
-            _check_is_database(db, self.path)
-            db.execute("PRAGMA journal_mode = WAL")
-            _migrate(db, self.path)
-        except BaseException:
-            db.close()
-            raise
-        self._connection = db
-        return db
-
-
-@contextmanager
-def _transaction(db: sqlite3.Connection, *, write: bool, durable: bool) -> Iterator[None]:
-    if write:
-        db.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
-        # IMMEDIATE takes the write lock up front, so two writers wait instead of deadlocking.
-        db.execute("BEGIN IMMEDIATE")
-    else:
-        db.execute("BEGIN")
-    try:
-        yield
-        db.execute("COMMIT")
-    except BaseException:
-        # Also after a failed COMMIT: a transaction left open would break every later call.
-        if db.in_transaction:
-            db.execute("ROLLBACK")
-        raise
-
-
-def _check_is_database(db: sqlite3.Connection, path: str) -> None:
-    try:
-        tables = {
-            row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-        }
-    except sqlite3.DatabaseError as error:
-        raise StorageError(
-            f"'{path}' is not an SQLite database; point the buffer at a new file "
-            f"or at one agentrecall created ({error})"
-        ) from error
-    if tables and "agentrecall_schema" not in tables:
-        raise StorageError(
-            f"'{path}' is an SQLite database of another application (it has tables but none of "
-            "agentrecall's); point the buffer at a new file"
-        )
-
-
-def _migrate(db: sqlite3.Connection, path: str) -> None:
-    """Bring the buffer's tables to ``SCHEMA_VERSION``; the version lives in ``agentrecall_schema``.
-
-    A table of versions per component (rather than ``PRAGMA user_version``) lets other
-    agentrecall components keep their own tables in the same file.
-    """
-    with _transaction(db, write=True, durable=True):
-        db.execute(
-            "CREATE TABLE IF NOT EXISTS agentrecall_schema "
-            "(component TEXT PRIMARY KEY, version INTEGER NOT NULL)"
-        )
-        row = db.execute(
-            "SELECT version FROM agentrecall_schema WHERE component = ?", (COMPONENT,)
-        ).fetchone()
-        version = 0 if row is None else row[0]
-        if version > SCHEMA_VERSION:
-            raise StorageError(
-                f"conversation database '{path}' has buffer schema version {version}, newer than "
-                f"this agentrecall knows ({SCHEMA_VERSION}); upgrade agentrecall to open it"
-            )
-        for step in range(version, SCHEMA_VERSION):
-            for statement in filter(str.strip, _MIGRATIONS[step].split(";")):
-                db.execute(statement)
-        db.execute(
-            "INSERT INTO agentrecall_schema (component, version) VALUES (?, ?) "
-            "ON CONFLICT (component) DO UPDATE SET version = excluded.version",
-            (COMPONENT, SCHEMA_VERSION),
-        )
+        return self._db.run(operation, write=write, durable=durable)
 
 
 def _row(record: SessionRecord, path: str) -> tuple[Any, ...]:

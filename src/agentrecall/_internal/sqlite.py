@@ -1,0 +1,198 @@
+"""One SQLite file used with care: WAL, durable commits, waits instead of "locked", migrations.
+
+Every agentrecall component that keeps data in SQLite goes through :class:`Database`, so they
+share one discipline and may share one file: each component records its schema version in the
+``agentrecall_schema`` table and applies its own append-only migrations.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TypeVar
+
+from agentrecall.errors import StorageError
+
+T = TypeVar("T")
+
+# How often a statement that found the database busy beyond the busy timeout is tried again.
+_BUSY_RETRIES = 5
+
+
+class Database:
+    """A lazily opened connection to one SQLite file, for one component's tables.
+
+    Guarantees:
+
+    * nothing touches the file until the first :meth:`run`; opening creates the directory,
+      refuses files that are not SQLite or belong to another application (tables but no
+      ``agentrecall_schema``), refuses a schema newer than ``migrations`` know, and applies
+      the missing migrations in one transaction;
+    * each :meth:`run` is one transaction: it all happens or none of it does, also for
+      other processes sharing the file (WAL mode);
+    * a durable write is fsynced before :meth:`run` returns (``synchronous=FULL``);
+    * a busy database is waited for (``busy_timeout`` seconds, then a few retries); SQLite's
+      "database is locked" does not reach the caller unless the wait is really exhausted;
+    * every SQLite failure is raised as :class:`~agentrecall.errors.StorageError` naming the
+      file, with the ``sqlite3`` error chained. Calls are serialized per object and may come
+      from any thread.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        component: str,
+        migrations: Sequence[str],
+        what: str = "database",
+        busy_timeout: float = 30.0,
+    ) -> None:
+        self.path = path
+        self._component = component
+        self._migrations = migrations
+        self._what = what
+        self._busy_timeout = busy_timeout
+        self._connection: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    def run(
+        self,
+        operation: Callable[[sqlite3.Connection], T],
+        *,
+        write: bool = False,
+        durable: bool = True,
+    ) -> T:
+        """Run ``operation`` in one transaction and return its result.
+
+        Args:
+            operation: receives the connection; must not commit or roll back itself.
+            write: take the write lock up front (``BEGIN IMMEDIATE``).
+            durable: fsync the commit of a write.
+        """
+        with self._lock:
+            for attempt in range(_BUSY_RETRIES + 1):
+                try:
+                    db = self._connection or self._open()
+                    with transaction(db, write=write, durable=durable):
+                        return operation(db)
+                except sqlite3.OperationalError as error:
+                    if not _is_busy(error) or attempt == _BUSY_RETRIES:
+                        raise self._error(error) from error
+                    time.sleep(0.05 * 2**attempt)
+                except sqlite3.Error as error:
+                    raise self._error(error) from error
+        raise AssertionError("unreachable: the loop returns or raises")
+
+    def close(self) -> None:
+        """Close the connection; the next :meth:`run` opens it again."""
+        with self._lock:
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
+
+    def _error(self, error: sqlite3.Error) -> StorageError:
+        return StorageError(f"{self._what} '{self.path}': {error}")
+
+    def _open(self) -> sqlite3.Connection:
+        directory = os.path.dirname(os.path.abspath(self.path))
+        try:
+            os.makedirs(directory, exist_ok=True)
+        except OSError as error:
+            raise StorageError(
+                f"cannot create the directory of {self._what} '{self.path}': "
+                f"{error.strerror or error}"
+            ) from error
+        db = sqlite3.connect(
+            self.path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
+        )
+        try:
+            self._check_is_ours(db)
+            db.execute("PRAGMA journal_mode = WAL")
+            self._migrate(db)
+        except BaseException:
+            db.close()
+            raise
+        self._connection = db
+        return db
+
+    def _check_is_ours(self, db: sqlite3.Connection) -> None:
+        try:
+            tables = {
+                row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
+        except sqlite3.DatabaseError as error:
+            raise StorageError(
+                f"'{self.path}' is not an SQLite database; point the {self._what} at a new file "
+                f"or at one agentrecall created ({error})"
+            ) from error
+        if tables and "agentrecall_schema" not in tables:
+            raise StorageError(
+                f"'{self.path}' is an SQLite database of another application (it has tables but "
+                f"none of agentrecall's); point the {self._what} at a new file"
+            )
+
+    def _migrate(self, db: sqlite3.Connection) -> None:
+        latest = len(self._migrations)
+        with transaction(db, write=True, durable=True):
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS agentrecall_schema "
+                "(component TEXT PRIMARY KEY, version INTEGER NOT NULL)"
+            )
+            row = db.execute(
+                "SELECT version FROM agentrecall_schema WHERE component = ?", (self._component,)
+            ).fetchone()
+            version = 0 if row is None else row[0]
+            if version > latest:
+                raise StorageError(
+                    f"{self._what} '{self.path}' has {self._component} schema version {version}, "
+                    f"newer than this agentrecall knows ({latest}); upgrade agentrecall to open it"
+                )
+            for step in range(version, latest):
+                for statement in _statements(self._migrations[step]):
+                    db.execute(statement)
+            db.execute(
+                "INSERT INTO agentrecall_schema (component, version) VALUES (?, ?) "
+                "ON CONFLICT (component) DO UPDATE SET version = excluded.version",
+                (self._component, latest),
+            )
+
+
+@contextmanager
+def transaction(db: sqlite3.Connection, *, write: bool, durable: bool) -> Iterator[None]:
+    """Run the ``with`` block as one transaction; roll back on any exception."""
+    if write:
+        db.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
+        # IMMEDIATE takes the write lock up front, so two writers wait instead of deadlocking.
+        db.execute("BEGIN IMMEDIATE")
+    else:
+        db.execute("BEGIN")
+    try:
+        yield
+        db.execute("COMMIT")
+    except BaseException:
+        # Also after a failed COMMIT: a transaction left open would break every later call.
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+
+
+def _statements(script: str) -> list[str]:
+    """Split a migration into statements, keeping trigger bodies (``BEGIN ... END;``) whole."""
+    statements: list[str] = []
+    pending = ""
+    for piece in script.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                statements.append(pending.strip())
+            pending = ""
+    return statements
+
+
+def _is_busy(error: sqlite3.OperationalError) -> bool:
+    message = str(error).lower()
+    return "locked" in message or "busy" in message
