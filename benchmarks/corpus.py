@@ -1,0 +1,420 @@
+"""The benchmark corpus of realistic English memories, its queries, and the LoCoMo recall task.
+
+Everything here comes from the LoCoMo dev file ``../shared/data/locomo-dev.json``: LoCoMo,
+"Evaluating Very Long-Term Conversational Memory of LLM Agents" (Maharana, Lee, Tulyakov, Bansal,
+Barbieri, Fang; ACL 2024, arXiv 2402.17753), licensed CC BY-NC 4.0; keep this attribution
+wherever the data or figures computed on it appear, and make no commercial use of the data.
+
+What it builds:
+
+* :func:`corpus` yields ``size`` distinct ``(content, metadata)`` memories: the 1,451 dialogue
+  turns of the file, written ``"<speaker>: <text>"`` with metadata (conversation, dia_id,
+  speaker, session number, the session's date in ISO 8601), in chronological order and spread
+  evenly among generated filler entries (:func:`filler`). The sizes benchmarked are
+  :data:`SIZES`.
+* :func:`questions` are the queries: the file's ``qa[].question`` strings; :func:`query_sample`
+  picks evenly spaced ones to time and others to warm up with.
+* :func:`recall_task` is the recall benchmark of the data README: per conversation, the turns
+  in order and the QA items with their evidence ids repaired.
+
+The filler ("natural word frequencies, stop words included"):
+
+* Entry lengths are drawn from the token counts of the turns themselves (median 23 words, about
+  130 characters), raised to at least :data:`MIN_WORDS` so that two entries are practically
+  never equal.
+* Each word is drawn independently from a mixture of three distributions:
+
+  1. stop words (the ``STOP_WORDS`` list of ``agentrecall.retrieval.tokenize``) with their
+     frequencies among the turns' tokens, which are also their share of all words (about 45%,
+     as in ordinary English prose);
+  2. the other words of the turns (2,400 of them) with their frequencies there, scaled so that
+     together they make ``1 - 0.45 - TAIL_SHARE`` of all words;
+  3. a long tail of :data:`TAIL_WORDS` generated pseudo-words (``"mabeto"``) that make
+     :data:`TAIL_SHARE` of all words. The tail continues the Zipf curve where the turns'
+     vocabulary ends: the tail word of rank *r* has weight ``1 / (r + V)``, with *V* the size of
+     that vocabulary, so the most common tail word is rarer than the rarest real word, as in a
+     real lexicon. Tail words never equal a word of the turns or questions.
+
+* Bias, stated so that figures are read correctly. Stop words come out at a realistic density.
+  The question words that remain after stop-word removal are drawn at the frequency they have
+  in three conversations about those very topics (names such as "caroline", topic words such
+  as "dance"), scaled by about 0.64. So they match far more filler entries than they would in
+  a real store of a million memories written by many people about many things: a pessimistic
+  case for query cost, and for recall on the full corpus. The tail only dilutes and populates
+  the term dictionary; it never matches a question. The words of an entry are independent, so
+  filler has no phrases or topics, and its sentences are not grammatical.
+
+Generation is deterministic (fixed seeds; the same ``seed`` gives the same corpus on any
+machine and Python version that keeps ``random.Random``'s documented reproducibility) and lazy:
+a generator that holds only the vocabulary. One million entries take about 10 seconds.
+
+Run ``python benchmarks/corpus.py [SIZE]`` for a summary of the corpus, or with ``--jsonl`` to
+write it as JSON lines to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import datetime as dt
+import itertools
+import json
+import math
+import random
+import re
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from agentrecall.retrieval.tokenize import STOP_WORDS
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev.json"
+SIZES = (10_000, 100_000, 1_000_000)
+TAIL_SHARE = 0.2
+"""Share of filler words drawn from the generated long tail."""
+TAIL_WORDS = 200_000
+"""Size of the generated long-tail vocabulary."""
+MIN_WORDS = 8
+"""Fewest words in one filler entry."""
+
+_WORD = re.compile(r"\w+")
+_SESSION = re.compile(r"session_(\d+)")
+_WHEN = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})", re.I)
+_EVIDENCE = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
+_MONTHS = {
+    name: number
+    for number, name in enumerate(
+        (
+            "january february march april may june july august september october november december"
+        ).split(),
+        start=1,
+    )
+}
+_ONSETS = "b d f g k l m n p r s t v z br dr gr kr pl st tr ch sh th".split()
+_VOWELS = "a e i o u ai ea io ou".split()
+_CODAS = ["", "", "", "n", "r", "s", "l", "t", "m", "x"]
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One dialogue turn of a LoCoMo conversation."""
+
+    conversation: str
+    dia_id: str
+    speaker: str
+    session: int
+    date: str
+    """The session's date and time, ISO 8601 without a time zone (the file gives none)."""
+    text: str
+
+    @property
+    def content(self) -> str:
+        """The memory text: ``"<speaker>: <text>"``."""
+        return f"{self.speaker}: {self.text}"
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """The memory metadata: conversation, dia_id, speaker, session and date."""
+        return {
+            "conversation": self.conversation,
+            "dia_id": self.dia_id,
+            "speaker": self.speaker,
+            "session": self.session,
+            "date": self.date,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class QAItem:
+    """One question of the recall task, with the dia_ids of the turns that answer it."""
+
+    question: str
+    answer: str
+    category: int
+    """1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial."""
+    evidence: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """One conversation of the recall task: its turns in chronological order and its questions."""
+
+    sample_id: str
+    turns: tuple[Turn, ...]
+    qa: tuple[QAItem, ...]
+
+
+@lru_cache(maxsize=4)
+def _load(path: Path) -> list[dict[str, Any]]:
+    data: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def parse_date(text: str) -> str:
+    """Return a LoCoMo session date such as ``"1:56 pm on 8 May, 2023"`` in ISO 8601.
+
+    Parsed without ``strptime`` so that the result does not depend on the locale.
+
+    Raises:
+        ValueError: ``text`` is not in that form.
+    """
+    match = _WHEN.fullmatch(text.strip())
+    if match is None or match[5].lower() not in _MONTHS:
+        raise ValueError(f"not a LoCoMo session date: {text!r}")
+    hour = int(match[1]) % 12 + (12 if match[3].lower() == "pm" else 0)
+    when = dt.datetime(int(match[6]), _MONTHS[match[5].lower()], int(match[4]), hour, int(match[2]))
+    return when.isoformat()
+
+
+def _conversation_turns(conversation: dict[str, Any]) -> list[Turn]:
+    talk = conversation["conversation"]
+    sessions = sorted(int(m[1]) for key in talk if (m := _SESSION.fullmatch(key)))
+    turns = []
+    for session in sessions:
+        date = parse_date(talk[f"session_{session}_date_time"])
+        for turn in talk[f"session_{session}"]:
+            turns.append(
+                Turn(
+                    conversation=conversation["sample_id"],
+                    dia_id=turn["dia_id"],
+                    speaker=turn["speaker"],
+                    session=session,
+                    date=date,
+                    text=turn["text"],
+                )
+            )
+    return turns
+
+
+def turns(path: Path = DATA) -> list[Turn]:
+    """Return every turn of the file: conversations in file order, each chronologically."""
+    return [turn for conv in _load(path) for turn in _conversation_turns(conv)]
+
+
+def questions(path: Path = DATA) -> list[str]:
+    """Return every ``qa[].question`` of the file, in file order (497 on the dev file)."""
+    return [item["question"] for conv in _load(path) for item in conv["qa"]]
+
+
+def query_sample(
+    count: int = 200, warmup: int = 20, path: Path = DATA
+) -> tuple[list[str], list[str]]:
+    """Return ``count`` evenly spaced questions to time, and ``warmup`` other questions.
+
+    Spacing covers every conversation and category; the warm-up questions are the first ones
+    not chosen.
+    """
+    every = questions(path)
+    if count + warmup > len(every):
+        raise ValueError(f"only {len(every)} questions; asked for {count} + {warmup}")
+    chosen = sorted({int(i * len(every) / count) for i in range(count)})
+    taken = set(chosen)
+    rest = [q for i, q in enumerate(every) if i not in taken]
+    return [every[i] for i in chosen], rest[:warmup]
+
+
+def repair_evidence(raw: Sequence[str], known: set[str] | frozenset[str]) -> tuple[str, ...]:
+    """Return the evidence dia_ids of one QA item, repaired, deduplicated, in order.
+
+    The file has malformed entries: two ids in one string (``"D8:6; D9:17"``), a stray colon
+    (``"D:11:26"``) and leading zeros (``"D30:05"``). Every ``D<session>:<turn>`` found in a
+    string is read with its numbers normalised; ids that name no turn of ``known`` are dropped.
+    """
+    found: list[str] = []
+    for entry in raw:
+        for session, number in _EVIDENCE.findall(entry):
+            dia_id = f"D{int(session)}:{int(number)}"
+            if dia_id in known and dia_id not in found:
+                found.append(dia_id)
+    return tuple(found)
+
+
+def recall_task(path: Path = DATA) -> list[Conversation]:
+    """Return the LoCoMo recall task: per conversation, its turns and its answerable QA items.
+
+    Questions left without evidence after :func:`repair_evidence` are skipped (495 of 497 remain
+    on the dev file). ``answer`` is the ``answer`` field, else ``adversarial_answer``, as text.
+    """
+    task = []
+    for conv in _load(path):
+        conv_turns = _conversation_turns(conv)
+        known = frozenset(turn.dia_id for turn in conv_turns)
+        items = []
+        for item in conv["qa"]:
+            evidence = repair_evidence(item.get("evidence", []), known)
+            if evidence:
+                answer = item.get("answer", item.get("adversarial_answer", ""))
+                items.append(QAItem(item["question"], str(answer), int(item["category"]), evidence))
+        task.append(Conversation(conv["sample_id"], tuple(conv_turns), tuple(items)))
+    return task
+
+
+def _pseudo_words(count: int, exclude: set[str], rng: random.Random) -> list[str]:
+    """Return ``count`` distinct pronounceable pseudo-words that are not in ``exclude``."""
+    words: list[str] = []
+    seen = set(exclude)
+    while len(words) < count:
+        syllables = rng.choice((2, 2, 3, 3, 3))
+        word = "".join(rng.choice(_ONSETS) + rng.choice(_VOWELS) for _ in range(syllables))
+        word += rng.choice(_CODAS)
+        if word not in seen:
+            seen.add(word)
+            words.append(word)
+    return words
+
+
+class _Vocabulary:
+    """The filler's word distribution (see the module docstring), sampled fast and exactly.
+
+    Sampling is the hot loop of corpus generation, so it avoids a binary search per word: a
+    table of 2**16 slots holds each real word ``floor(p * 2**16)`` times and answers one
+    ``getrandbits(16)`` draw in most cases. The empty slots stand for the remaining mass (the
+    fractions left over by the table, and the whole tail); a draw landing there samples that
+    remainder exactly: a binary search over the leftover fractions, or the tail's inverse
+    cumulative distribution in closed form. The tail word of rank *k* (from 0) has probability
+    proportional to ``ln((k + 1 + V) / (k + V))``, that is about ``1 / (k + V)``.
+    """
+
+    _BITS = 16
+
+    def __init__(self, path: Path, tail_share: float, tail_words: int) -> None:
+        counts: Counter[str] = Counter()
+        self.lengths: list[int] = []
+        for turn in turns(path):
+            tokens = _WORD.findall(turn.text.lower())
+            counts.update(tokens)
+            self.lengths.append(max(len(tokens), MIN_WORDS))
+        total = sum(counts.values())
+        stop_share = sum(c for w, c in counts.items() if w in STOP_WORDS) / total
+        other_share = 1.0 - stop_share - tail_share
+        if other_share <= 0 or tail_share <= 0 or tail_words <= 0:
+            raise ValueError(f"tail_share {tail_share} must be in (0, {1 - stop_share:.2f})")
+        other_total = total - stop_share * total
+        probability = {
+            word: count / total if word in STOP_WORDS else other_share * count / other_total
+            for word, count in sorted(counts.items())
+        }
+        slots = 1 << self._BITS
+        self.table: list[str | None] = []
+        leftover: list[tuple[str, float]] = []
+        for word, p in probability.items():
+            whole = int(p * slots)
+            self.table += [word] * whole
+            leftover.append((word, p - whole / slots))
+        self.table += [None] * (slots - len(self.table))
+        self.leftover_words = [word for word, _ in leftover]
+        self.leftover_cum = list(itertools.accumulate(p for _, p in leftover))
+        self.tail_share = tail_share
+        question_words = {w for q in questions(path) for w in _WORD.findall(q.lower())}
+        self.tail = _pseudo_words(tail_words, set(counts) | question_words, random.Random(2402))
+        self.offset = len(counts)
+        self.tail_log = math.log((tail_words + self.offset) / self.offset)
+
+    def sentences(self, count: int, rng: random.Random) -> Iterator[str]:
+        """Yield ``count`` sentences drawn with ``rng``."""
+        table, lengths, tail, offset = self.table, self.lengths, self.tail, self.offset
+        leftover_words, leftover_cum = self.leftover_words, self.leftover_cum
+        leftover_total, tail_share, tail_log = leftover_cum[-1], self.tail_share, self.tail_log
+        last, bits, draw, exp, find = len(tail) - 1, self._BITS, rng.random, math.exp, bisect.bisect
+
+        def rest() -> str:
+            u = draw() * (leftover_total + tail_share)
+            if u < leftover_total:
+                return leftover_words[find(leftover_cum, u)]
+            rank = int(offset * (exp((u - leftover_total) / tail_share * tail_log) - 1))
+            return tail[min(rank, last)]
+
+        getrandbits, choice = rng.getrandbits, rng.choice
+        for _ in range(count):
+            words = [table[getrandbits(bits)] or rest() for _ in range(choice(lengths))]
+            sentence = " ".join(words)
+            yield sentence[0].upper() + sentence[1:] + "."
+
+
+@lru_cache(maxsize=4)
+def _vocabulary(path: Path, tail_share: float, tail_words: int) -> _Vocabulary:
+    return _Vocabulary(path, tail_share, tail_words)
+
+
+def filler(
+    count: int,
+    *,
+    seed: int = 0,
+    tail_share: float = TAIL_SHARE,
+    tail_words: int = TAIL_WORDS,
+    path: Path = DATA,
+) -> Iterator[str]:
+    """Yield ``count`` filler entries: sentences of independent words with natural frequencies.
+
+    Each entry is lowercase words joined by spaces, the first capitalised, ending with a full
+    stop (``"Thanks so mabeto it really the support."``).
+    """
+    return _vocabulary(path, tail_share, tail_words).sentences(count, random.Random(seed))
+
+
+def corpus(size: int, *, seed: int = 0, path: Path = DATA) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Yield ``size`` distinct ``(content, metadata)`` memories: every turn plus filler.
+
+    The turns keep their file order and are spread evenly: turn *j* of *T* sits at position
+    ``(2j + 1) * size // (2T)``. Turn metadata is :attr:`Turn.metadata` plus
+    ``"source": "locomo"``; filler metadata is ``{"source": "filler"}``.
+
+    Raises:
+        ValueError: ``size`` is smaller than the number of turns (1,451 on the dev file).
+    """
+    all_turns = turns(path)
+    if size < len(all_turns):
+        raise ValueError(f"size {size} is smaller than the {len(all_turns)} turns")
+    slots = {(2 * j + 1) * size // (2 * len(all_turns)): turn for j, turn in enumerate(all_turns)}
+    fill = filler(size - len(all_turns), seed=seed, path=path)
+    for position in range(size):
+        turn = slots.get(position)
+        if turn is None:
+            yield next(fill), {"source": "filler"}
+        else:
+            yield turn.content, {"source": "locomo", **turn.metadata}
+
+
+def _summary(size: int, seed: int) -> str:
+    started = time.perf_counter()
+    entries = chars = 0
+    for content, _ in corpus(size, seed=seed):
+        entries += 1
+        chars += len(content)
+    elapsed = time.perf_counter() - started
+    sample = min(size, 100_000)
+    words: Counter[str] = Counter()
+    for content, _ in itertools.islice(corpus(size, seed=seed), sample):
+        words.update(set(_WORD.findall(content.lower())))
+    common = ", ".join(f"{w} {n / sample:.0%}" for w, n in words.most_common(12))
+    task = recall_task()
+    return (
+        f"{entries:,} entries generated in {elapsed:.1f} s, {chars / entries:.0f} characters "
+        f"per entry\nwords in most of the first {sample:,} entries: {common}\n"
+        f"recall task: {len(task)} conversations, {sum(len(c.turns) for c in task):,} turns, "
+        f"{sum(len(c.qa) for c in task)} questions with evidence; {len(questions())} queries"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("size", type=int, nargs="?", default=SIZES[0])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--jsonl", action="store_true", help="write the corpus as JSON lines")
+    args = parser.parse_args(argv)
+    if not args.jsonl:
+        print(_summary(args.size, args.seed))
+        return
+    out = sys.stdout
+    for content, metadata in corpus(args.size, seed=args.seed):
+        out.write(json.dumps({"content": content, "metadata": metadata}, ensure_ascii=False))
+        out.write("\n")
+
+
+if __name__ == "__main__":
+    main()
