@@ -9,7 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
-__all__ = ["AddResult", "JsonObject", "MemoryEntry", "MemoryRecord", "SearchOptions"]
+__all__ = [
+    "AddResult",
+    "JsonObject",
+    "MemoryEntry",
+    "MemoryRecord",
+    "MemoryVersion",
+    "SearchOptions",
+]
 
 JsonObject = dict[str, Any]
 """A JSON object as Python sees it: string keys, JSON values."""
@@ -56,9 +63,32 @@ class MemoryRecord:
         content: the stored text, verbatim.
         created_at: when it was added, as the store keeps it (``YYYY-MM-DDTHH:MM:SS.mmmZ``).
         metadata: the stored metadata, ``None`` when the memory has none. A fresh object per call.
+        updated_at: when ``update`` last changed it, if ever (stores with updates).
+        expires_at: when it expires, if it does (stores with expiry).
     """
 
     id: str
     content: str
     created_at: str
     metadata: JsonObject | None = None
+    updated_at: str | None = None
+    expires_at: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryVersion:
+    """A version of a memory that ``update`` or ``delete`` replaced, as ``history`` returns it.
+
+    Attributes:
+        content: the content it had.
+        metadata: the metadata it had.
+        changed_at: when it was replaced (``YYYY-MM-DDTHH:MM:SS.mmmZ``).
+        change: ``"update"``, ``"delete"`` or ``"expire"``.
+        reason: why, as the caller said, or ``None``.
+    """
+
+    content: str
+    metadata: JsonObject | None
+    changed_at: str
+    change: str
+    reason: str | None = None
