@@ -587,3 +587,37 @@ def test_python_dash_m_usage_error_exits_2(home: Path) -> None:
     assert result.returncode == 2
     assert "usage:" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+# --- an SQLite store --------------------------------------------------------------------------
+
+
+def test_every_command_works_on_an_sqlite_file(cli: Cli, tmp_path: Path) -> None:
+    db = str(tmp_path / "memory.db")
+    first = cli.add("The user prefers aisle seats", "--db", db, "--meta", "topic=travel")
+    assert cli.add("The user prefers aisle seats", "--db", db) == first
+    cli.add("The user is allergic to peanuts", "--db", db)
+    hits = cli.json("search", "which seats does the user prefer", "--db", db, "-n", "1")
+    assert [(h["id"], h["content"], h["metadata"]) for h in hits] == [
+        (first, "The user prefers aisle seats", {"topic": "travel"})
+    ]
+    assert hits[0]["score"] > 0
+    assert [r["content"] for r in cli.json("list", "--db", db)] == [
+        "The user prefers aisle seats",
+        "The user is allergic to peanuts",
+    ]
+    assert cli.ok("delete", first, "--db", db) == f"deleted {first}\n"
+    assert len(cli.json("--db", db, "list")) == 1
+
+
+def test_db_goes_with_no_other_store_option(cli: Cli, tmp_path: Path) -> None:
+    err = cli.usage_error("--db", str(tmp_path / "m.db"), "list", "--store", "s")
+    assert "--db" in err and "--store" in err
+
+
+def test_a_non_database_file_given_as_db_is_one_clear_line(cli: Cli, tmp_path: Path) -> None:
+    path = tmp_path / "notes.json"
+    path.write_text("[]")
+    err = cli.fail("--db", str(path), "list")
+    assert "notes.json" in err and "not an SQLite database" in err
+    assert path.read_text() == "[]"

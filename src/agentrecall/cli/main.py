@@ -9,7 +9,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agentrecall.errors import AgentRecallError
+from agentrecall.stores.base import MemoryStore
 from agentrecall.stores.jsonfile import JsonFileStore
+from agentrecall.stores.sqlite import SQLiteStore
 from agentrecall.sync import SyncStore
 from agentrecall.types import JsonObject
 
@@ -25,18 +27,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = _parser()
     args = parser.parse_args(argv)
-    if hasattr(args, "store") and hasattr(args, "path"):
-        parser.error("argument --path: not allowed with argument --store")
+    chosen = [f"--{option}" for option in ("store", "path", "db") if hasattr(args, option)]
+    if len(chosen) > 1:
+        parser.error(f"argument {chosen[1]}: not allowed with argument {chosen[0]}")
     try:
-        store = JsonFileStore(
-            name=getattr(args, "store", DEFAULT_STORE), path=getattr(args, "path", None)
-        )
-        with SyncStore(store) as memory:
+        with SyncStore(_open_store(args)) as memory:
             command: Command = args.command
             return command(memory, args)
     except (AgentRecallError, ValueError) as error:
         print(f"agentrecall: error: {error}", file=sys.stderr)
         return 1
+
+
+def _open_store(args: argparse.Namespace) -> MemoryStore:
+    if hasattr(args, "db"):
+        return SQLiteStore(args.db)
+    return JsonFileStore(
+        name=getattr(args, "store", DEFAULT_STORE), path=getattr(args, "path", None)
+    )
 
 
 def _add(memory: SyncStore, args: argparse.Namespace) -> int:
@@ -130,6 +138,7 @@ def _parser() -> argparse.ArgumentParser:
         "--store", default=argparse.SUPPRESS, help=f"store name (default: {DEFAULT_STORE})"
     )
     where.add_argument("--path", default=argparse.SUPPRESS, help="JSON file of the store")
+    where.add_argument("--db", default=argparse.SUPPRESS, help="SQLite file of the store")
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
 
     parser = argparse.ArgumentParser(

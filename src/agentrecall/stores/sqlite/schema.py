@@ -1,0 +1,67 @@
+"""The tables of ``SQLiteStore``, as append-only migrations (component ``"store"``).
+
+Migration N brings the store's tables from version N to N + 1; a released migration is never
+edited. ``memories.seq`` is the row id the full-text index points at; ``id`` is the public id.
+"""
+
+from __future__ import annotations
+
+COMPONENT = "store"
+
+MIGRATIONS = [
+    """
+    CREATE TABLE memories (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        scope TEXT NOT NULL,
+        user_id TEXT,
+        agent_id TEXT,
+        session_id TEXT,
+        content TEXT NOT NULL,
+        content_key TEXT NOT NULL,
+        metadata TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT,
+        expires_at TEXT
+    );
+    CREATE UNIQUE INDEX memories_dedup ON memories (scope, content_key);
+    CREATE INDEX memories_user ON memories (user_id, agent_id, session_id);
+    CREATE INDEX memories_agent ON memories (agent_id, session_id);
+    CREATE INDEX memories_session ON memories (session_id);
+    CREATE INDEX memories_expiry ON memories (expires_at) WHERE expires_at IS NOT NULL;
+    CREATE TABLE memory_history (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL,
+        user_id TEXT,
+        agent_id TEXT,
+        session_id TEXT,
+        content TEXT NOT NULL,
+        metadata TEXT,
+        changed_at TEXT NOT NULL,
+        change TEXT NOT NULL,
+        reason TEXT
+    );
+    CREATE INDEX memory_history_id ON memory_history (id, seq);
+    CREATE TABLE memory_stats (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+    INSERT INTO memory_stats (key, value) VALUES ('rows', 0);
+    CREATE VIRTUAL TABLE memories_fts USING fts5 (
+        content, content='memories', content_rowid='seq',
+        tokenize='unicode61 remove_diacritics 2'
+    );
+    CREATE VIRTUAL TABLE memories_vocab USING fts5vocab (memories_fts, 'row');
+    CREATE TRIGGER memories_added AFTER INSERT ON memories BEGIN
+        INSERT INTO memories_fts (rowid, content) VALUES (new.seq, new.content);
+        UPDATE memory_stats SET value = value + 1 WHERE key = 'rows';
+    END;
+    CREATE TRIGGER memories_removed AFTER DELETE ON memories BEGIN
+        INSERT INTO memories_fts (memories_fts, rowid, content)
+            VALUES ('delete', old.seq, old.content);
+        UPDATE memory_stats SET value = value - 1 WHERE key = 'rows';
+    END;
+    CREATE TRIGGER memories_rewritten AFTER UPDATE OF content ON memories BEGIN
+        INSERT INTO memories_fts (memories_fts, rowid, content)
+            VALUES ('delete', old.seq, old.content);
+        INSERT INTO memories_fts (rowid, content) VALUES (new.seq, new.content);
+    END;
+    """,
+]

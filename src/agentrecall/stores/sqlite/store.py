@@ -1,0 +1,587 @@
+"""``SQLiteStore``: memories in one SQLite file, for millions of memories and many processes."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import os
+import sqlite3
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime, timedelta, timezone
+from typing import Any, ClassVar, TypeVar
+
+from agentrecall._internal.clock import utc_timestamp
+from agentrecall._internal.ids import new_id
+from agentrecall._internal.jsonvalue import check_json_object
+from agentrecall._internal.paths import agentrecall_home, sanitize_name
+from agentrecall._internal.sqlite import Database
+from agentrecall.errors import InvalidArgumentError
+from agentrecall.retrieval.filters import check_filter, to_sql
+from agentrecall.stores.base import Capability
+from agentrecall.stores.sqlite.query import (
+    Scope,
+    choose_terms,
+    match_expression,
+    query_terms,
+    timestamp,
+)
+from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
+from agentrecall.types import AddResult, JsonObject, MemoryEntry, MemoryRecord, MemoryVersion
+
+T = TypeVar("T")
+
+DEFAULT_MAX_SEARCH_RESULTS = 10
+
+# Aliases for annotations inside SQLiteStore, whose own ``list`` method hides the builtin there.
+RecordList = list[MemoryRecord]
+Items = list[tuple[str, JsonObject | None]]
+AddResults = list[AddResult]
+Entries = list[MemoryEntry]
+Versions = list[MemoryVersion]
+Params = list[object]
+Rows = list[Any]
+Strings = list[str]
+_RECORD_COLUMNS = "m.id, m.content, m.metadata, m.created_at, m.updated_at, m.expires_at"
+_KEY_CHUNK = 500  # bound parameters per IN (...) list, well under SQLite's limit
+
+
+class SQLiteStore:
+    """Memories in one SQLite file: BM25 recall, scopes, metadata filters, expiry, history.
+
+    The store people deploy on one machine. It satisfies the same contract as
+    :class:`~agentrecall.JsonFileStore` (a Strands or agentrecall ``MemoryManager`` takes it
+    unchanged) and adds, declared in :attr:`capabilities`: ``get``, ``update``, ``delete``,
+    ``list``, ``count``, ``clear``, ``add_many``, scoped views, filters, expiry and history.
+
+    Guarantees:
+
+    * Every operation is one transaction, fsynced before it returns: an acknowledged write
+      survives a crash, and a crash mid-batch leaves none of that batch.
+    * Many processes may share the file (WAL); a busy database is waited for, never reported
+      as locked. Construction does no I/O; :meth:`setup` (also run by the first call) creates
+      or migrates the tables.
+    * Dedup: content equal to a memory of the same scope once both are stripped of outer
+      whitespace returns that memory's id.
+    * Recall: BM25 over the memories' words (diacritics folded, so ``cafe`` finds ``café``;
+      a run of CJK characters is one word). Stop words are left out of queries, and terms held
+      by a large share of the memories are skipped, rarest terms first within a bounded number
+      of scored postings, so natural-language questions stay fast at millions of memories.
+      Ties go to the newer memory. ``_relevanceScore`` is the BM25 score, higher is better.
+    * A scope view (:meth:`scope`) reads and writes only its own memories.
+    * Expired memories are never returned and are purged by the next write.
+    * ``update``, ``delete`` and expiry keep the replaced version: :meth:`history`.
+    """
+
+    capabilities: ClassVar[frozenset[Capability]] = frozenset(Capability)
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        name: str = "memory",
+        description: str | None = None,
+        max_search_results: int | None = None,
+        writable: bool = True,
+        extraction: Any = None,
+        ttl: float | timedelta | None = None,
+        busy_timeout: float = 30.0,
+    ) -> None:
+        """Configure the store; nothing is read or created until the first call.
+
+        Args:
+            path: the database file; default ``$AGENTRECALL_HOME/memory/<name>.db``.
+            name: the store's name, unique within a manager.
+            description: what the store holds, shown to a model next to its name.
+            max_search_results: hits per search when the caller gives no limit (default 10).
+            writable: whether writes are allowed.
+            extraction: fact-extraction setting, kept as given for a memory manager.
+            ttl: default lifetime of new memories (seconds or ``timedelta``); ``None`` keeps
+                them until deleted.
+            busy_timeout: seconds to wait for another process's write before retrying.
+
+        Raises:
+            InvalidArgumentError: an argument has an unusable value (also a ``ValueError``).
+        """
+        if not isinstance(name, str) or not name.strip():
+            raise InvalidArgumentError(f"name must be a non-blank string, got {name!r}")
+        _check_limit(max_search_results, "max_search_results")
+        if not isinstance(writable, bool):
+            raise InvalidArgumentError(f"writable must be True or False, got {writable!r}")
+        self.name = name
+        self._root_name = name
+        self.description = description
+        self.max_search_results = max_search_results
+        self.writable = writable
+        self.extraction = extraction
+        self._ttl = _seconds(ttl, "ttl")
+        if path is None:
+            path = agentrecall_home() / "memory" / f"{sanitize_name(name)}.db"
+        self._path = os.path.abspath(os.path.expanduser(os.fspath(path)))
+        self._db = Database(
+            self._path,
+            component=COMPONENT,
+            migrations=MIGRATIONS,
+            what="memory database",
+            busy_timeout=busy_timeout,
+        )
+        self._scope = Scope()
+
+    @property
+    def path(self) -> str:
+        """The database file's absolute path."""
+        return self._path
+
+    def scope(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        name: str | None = None,
+    ) -> SQLiteStore:
+        """Return a view that reads and writes only the memories of one user, agent or session.
+
+        The view is a full store sharing this one's file and connection. It sees the memories
+        written with all of its ids (a user's view sees that user's memories of every session;
+        a view of one user's session sees only that session's), and stamps its ids on what it
+        writes. Dedup is per exact scope. Its ``name`` defaults to ``"<name>[user=...]"``.
+        """
+        view = copy.copy(self)
+        view._scope = self._scope.narrowed(
+            user_id=user_id, agent_id=agent_id, session_id=session_id
+        )
+        view.name = name or f"{self._root_name}[{view._scope.label()}]"
+        return view
+
+    async def setup(self) -> None:
+        """Create or migrate the tables now rather than on the first call (idempotent)."""
+        await self._offload(self._db.run, lambda db: None)
+
+    async def initialize(self) -> None:
+        """Same as :meth:`setup`; the hook a memory manager calls before first use."""
+        await self.setup()
+
+    async def aclose(self) -> None:
+        """Close the database connection (reopened on next use)."""
+        await self._offload(self._db.close)
+
+    async def add(
+        self,
+        content: str,
+        metadata: JsonObject | None = None,
+        *,
+        ttl: float | timedelta | None = None,
+        expires_at: datetime | str | None = None,
+    ) -> AddResult:
+        """Keep ``content``; identical content in this scope returns the existing id.
+
+        Args:
+            content: the memory, stored verbatim.
+            metadata: a JSON object, or ``None``.
+            ttl: lifetime of this memory, overriding the store's default.
+            expires_at: when this memory expires (aware datetime or ISO 8601 string).
+        """
+        expiry = self._expiry(ttl, expires_at)
+        return (await self._add(self._checked([(content, metadata)]), expiry))[0]
+
+    async def add_many(
+        self,
+        items: Iterable[tuple[str, JsonObject | None]],
+        *,
+        ttl: float | timedelta | None = None,
+    ) -> AddResults:
+        """Add a batch in one transaction; results follow the input order.
+
+        Every item is checked first, so a bad item stores nothing; duplicates within the batch
+        and against the store dedup like separate adds.
+        """
+        checked = self._checked(list(items))
+        return await self._add(checked, self._expiry(ttl, None)) if checked else []
+
+    async def search(
+        self,
+        query: str,
+        options: Mapping[str, Any] | None = None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        created_after: datetime | str | None = None,
+        created_before: datetime | str | None = None,
+    ) -> Entries:
+        """Return the memories that best match ``query`` by BM25, best first.
+
+        Args:
+            query: any text; one without searchable words finds nothing.
+            options: ``{"max_search_results": n}`` caps the hits for this call.
+            filter: metadata conditions (see :mod:`agentrecall.retrieval.filters`).
+            created_after: only memories created at or after this time.
+            created_before: only memories created before this time.
+        """
+        requested = None if options is None else options.get("max_search_results")
+        _check_limit(requested, "max_search_results")
+        if not isinstance(query, str):
+            raise InvalidArgumentError(f"query must be a string, got {type(query).__name__}")
+        limit = requested or self.max_search_results or DEFAULT_MAX_SEARCH_RESULTS
+        where, params = self._conditions(filter, created_after, created_before)
+        terms = query_terms(query)
+        if not terms:
+            return []
+        return await self._offload(self._search_blocking, terms, limit, where, params)
+
+    async def get(self, memory_id: str) -> MemoryRecord | None:
+        """Return the memory with ``memory_id`` in this scope, or ``None``."""
+        where, params = self._conditions(None, None, None)
+        rows = await self._read(
+            f"SELECT {_RECORD_COLUMNS} FROM memories AS m WHERE m.id = ? AND {where}",
+            [memory_id, *params],
+        )
+        return _record(rows[0]) if rows else None
+
+    async def update(
+        self,
+        memory_id: str,
+        *,
+        content: str | None = None,
+        metadata: JsonObject | None = None,
+        reason: str | None = None,
+    ) -> MemoryRecord | None:
+        """Change a memory's content and/or metadata, keeping the old version in its history.
+
+        Returns the updated memory, or ``None`` if this scope holds no memory with that id.
+
+        Raises:
+            InvalidArgumentError: blank content, metadata that is not a JSON object, or
+                content equal to another memory of the same scope.
+        """
+        self._check_writable()
+        if content is not None and (not isinstance(content, str) or not content.strip()):
+            raise InvalidArgumentError("content must be a non-blank string")
+        if metadata is not None:
+            check_json_object(metadata, "metadata")
+        return await self._offload(self._update_blocking, memory_id, content, metadata, reason)
+
+    async def delete(self, memory_id: str, *, reason: str | None = None) -> bool:
+        """Forget one memory (its history keeps it); return whether it existed."""
+        return await self.delete_many([memory_id], reason=reason) == 1
+
+    async def delete_many(self, memory_ids: Iterable[str], *, reason: str | None = None) -> int:
+        """Forget every memory of this scope whose id is given; return how many."""
+        self._check_writable()
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return 0
+        return await self._offload(self._remove_blocking, ids, "delete", reason)
+
+    async def clear(self) -> int:
+        """Forget every memory of this scope; return how many."""
+        self._check_writable()
+        return await self._offload(self._remove_blocking, None, "delete", "clear")
+
+    async def list(
+        self,
+        *,
+        offset: int = 0,
+        limit: int | None = None,
+        filter: Mapping[str, Any] | None = None,
+        created_after: datetime | str | None = None,
+        created_before: datetime | str | None = None,
+    ) -> RecordList:
+        """Return memories oldest first, skipping ``offset`` and returning at most ``limit``."""
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise InvalidArgumentError(f"offset must be an integer of at least 0, got {offset!r}")
+        _check_limit(limit, "limit")
+        where, params = self._conditions(filter, created_after, created_before)
+        rows = await self._read(
+            f"SELECT {_RECORD_COLUMNS} FROM memories AS m WHERE {where} "
+            "ORDER BY m.seq LIMIT ? OFFSET ?",
+            [*params, -1 if limit is None else limit, offset],
+        )
+        return [_record(row) for row in rows]
+
+    async def count(
+        self,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        created_after: datetime | str | None = None,
+        created_before: datetime | str | None = None,
+    ) -> int:
+        """Return how many memories this scope holds (that match, with a filter)."""
+        where, params = self._conditions(filter, created_after, created_before)
+        rows = await self._read(f"SELECT count(*) FROM memories AS m WHERE {where}", params)
+        return int(rows[0][0])
+
+    async def history(self, memory_id: str) -> Versions:
+        """Return the versions that updates, deletion or expiry replaced, oldest first."""
+        where, params = self._scope.where("h")
+        rows = await self._read(
+            "SELECT h.content, h.metadata, h.changed_at, h.change, h.reason "
+            f"FROM memory_history AS h WHERE h.id = ? AND {where} ORDER BY h.seq",
+            [memory_id, *params],
+        )
+        return [MemoryVersion(r[0], _metadata(r[1]), r[2], r[3], r[4]) for r in rows]
+
+    # --- checks and plumbing ------------------------------------------------------------------
+
+    def _check_writable(self) -> None:
+        if not self.writable:
+            raise InvalidArgumentError(
+                f"store '{self.name}' is read-only; create it with writable=True to change it"
+            )
+
+    def _checked(self, items: Items) -> Items:
+        self._check_writable()
+        for index, (content, metadata) in enumerate(items):
+            where = "" if len(items) == 1 else f" (item {index})"
+            if not isinstance(content, str) or not content.strip():
+                raise InvalidArgumentError(f"content{where} must be a non-blank string")
+            if metadata is not None:
+                check_json_object(metadata, f"metadata{where}")
+        return items
+
+    def _expiry(
+        self, ttl: float | timedelta | None, expires_at: datetime | str | None
+    ) -> str | None:
+        if ttl is not None and expires_at is not None:
+            raise InvalidArgumentError("give ttl or expires_at, not both")
+        if expires_at is not None:
+            return timestamp(expires_at, "expires_at")
+        seconds = _seconds(ttl, "ttl") or self._ttl
+        if seconds is None:
+            return None
+        return timestamp(datetime.now(timezone.utc) + timedelta(seconds=seconds), "ttl")
+
+    def _conditions(
+        self,
+        filter: Mapping[str, Any] | None,
+        created_after: datetime | str | None,
+        created_before: datetime | str | None,
+    ) -> tuple[str, Params]:
+        """Return the WHERE conditions every read applies: scope, expiry, filter, time bounds."""
+        where, params = self._scope.where("m")
+        parts = [where, "(m.expires_at IS NULL OR m.expires_at > ?)"]
+        values: Params = [*params, utc_timestamp()]
+        if filter is not None:
+            check_filter(filter)
+            sql, filter_params = to_sql(filter, "m.metadata")
+            parts.append(f"({sql})")
+            values.extend(filter_params)
+        after = timestamp(created_after, "created_after")
+        if after is not None:
+            parts.append("m.created_at >= ?")
+            values.append(after)
+        before = timestamp(created_before, "created_before")
+        if before is not None:
+            parts.append("m.created_at < ?")
+            values.append(before)
+        return " AND ".join(parts), values
+
+    async def _offload(self, function: Callable[..., T], *args: Any) -> T:
+        return await asyncio.to_thread(function, *args)
+
+    async def _read(self, sql: str, params: Params) -> Rows:
+        return await self._offload(self._db.run, lambda db: db.execute(sql, params).fetchall())
+
+    # --- blocking work, in worker threads -----------------------------------------------------
+
+    def _add_blocking(self, items: Items, expires_at: str | None) -> AddResults:
+        now = utc_timestamp()
+        key = self._scope.key()
+        ids = self._scope.columns()
+        rows = []
+        for content, metadata in items:
+            encoded = None if metadata is None else json.dumps(metadata, ensure_ascii=False)
+            rows.append(
+                (
+                    new_id(),
+                    key,
+                    ids["user_id"],
+                    ids["agent_id"],
+                    ids["session_id"],
+                    content,
+                    content.strip(),
+                    encoded,
+                    now,
+                    expires_at,
+                )
+            )
+
+        def write(db: sqlite3.Connection) -> AddResults:
+            _purge_expired(db, now)
+            db.executemany(
+                "INSERT INTO memories (id, scope, user_id, agent_id, session_id, content, "
+                "content_key, metadata, created_at, expires_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (scope, content_key) DO NOTHING",
+                rows,
+            )
+            keys = list(dict.fromkeys(row[6] for row in rows))
+            found: dict[str, str] = {}
+            for start in range(0, len(keys), _KEY_CHUNK):
+                chunk = keys[start : start + _KEY_CHUNK]
+                marks = ", ".join("?" * len(chunk))
+                found.update(
+                    db.execute(
+                        "SELECT content_key, id FROM memories "
+                        f"WHERE scope = ? AND content_key IN ({marks})",
+                        [key, *chunk],
+                    ).fetchall()
+                )
+            return [AddResult(id=found[row[6]]) for row in rows]
+
+        return self._db.run(write, write=True)
+
+    async def _add(self, items: Items, expires_at: str | None) -> AddResults:
+        return await self._offload(self._add_blocking, items, expires_at)
+
+    def _search_blocking(self, terms: Strings, limit: int, where: str, params: Params) -> Entries:
+        def read(db: sqlite3.Connection) -> Rows:
+            marks = ", ".join("?" * len(terms))
+            frequency = dict(
+                db.execute(
+                    f"SELECT term, doc FROM memories_vocab WHERE term IN ({marks})", terms
+                ).fetchall()
+            )
+            total = db.execute("SELECT value FROM memory_stats WHERE key = 'rows'").fetchone()[0]
+            chosen = choose_terms({t: frequency.get(t, 0) for t in terms}, total)
+            if not chosen:
+                return []
+            return db.execute(
+                "SELECT m.id, m.content, m.metadata, -bm25(memories_fts) AS score "
+                "FROM memories_fts JOIN memories AS m ON m.seq = memories_fts.rowid "
+                f"WHERE memories_fts MATCH ? AND {where} "
+                "ORDER BY bm25(memories_fts), m.seq DESC LIMIT ?",
+                [match_expression(chosen), *params, limit],
+            ).fetchall()
+
+        return [
+            MemoryEntry(
+                content=content,
+                metadata={**(_metadata(metadata) or {}), "_relevanceScore": score},
+                id=memory_id,
+            )
+            for memory_id, content, metadata, score in self._db.run(read)
+        ]
+
+    def _update_blocking(
+        self,
+        memory_id: str,
+        content: str | None,
+        metadata: JsonObject | None,
+        reason: str | None,
+    ) -> MemoryRecord | None:
+        now = utc_timestamp()
+        where, params = self._scope.where("m")
+
+        def write(db: sqlite3.Connection) -> MemoryRecord | None:
+            _purge_expired(db, now)
+            row = db.execute(
+                f"SELECT m.seq, m.content, m.metadata FROM memories AS m "
+                f"WHERE m.id = ? AND {where}",
+                [memory_id, *params],
+            ).fetchone()
+            if row is None:
+                return None
+            _keep_versions(db, "m.seq = ?", [row[0]], now, "update", reason)
+            new_content = row[1] if content is None else content
+            new_metadata = row[2] if metadata is None else json.dumps(metadata, ensure_ascii=False)
+            try:
+                db.execute(
+                    "UPDATE memories SET content = ?, content_key = ?, metadata = ?, "
+                    "updated_at = ? WHERE seq = ?",
+                    (new_content, new_content.strip(), new_metadata, now, row[0]),
+                )
+            except sqlite3.IntegrityError as error:
+                raise InvalidArgumentError(
+                    f"another memory of this scope already has that content; update would "
+                    f"duplicate it ({error})"
+                ) from error
+            updated = db.execute(
+                f"SELECT {_RECORD_COLUMNS} FROM memories AS m WHERE m.seq = ?", (row[0],)
+            ).fetchone()
+            return _record(updated)
+
+        return self._db.run(write, write=True)
+
+    def _remove_blocking(self, ids: Strings | None, change: str, reason: str | None) -> int:
+        now = utc_timestamp()
+        where, params = self._scope.where("m")
+
+        def write(db: sqlite3.Connection) -> int:
+            _purge_expired(db, now)
+            removed = 0
+            chunks = (
+                [None]
+                if ids is None
+                else [ids[i : i + _KEY_CHUNK] for i in range(0, len(ids), _KEY_CHUNK)]
+            )
+            for chunk in chunks:
+                condition, values = where, list(params)
+                if chunk is not None:
+                    condition += f" AND m.id IN ({', '.join('?' * len(chunk))})"
+                    values.extend(chunk)
+                _keep_versions(db, condition, values, now, change, reason)
+                removed += db.execute(
+                    f"DELETE FROM memories AS m WHERE {condition}", values
+                ).rowcount
+            return removed
+
+        return self._db.run(write, write=True)
+
+
+def _keep_versions(
+    db: sqlite3.Connection,
+    condition: str,
+    params: list[object],
+    now: str,
+    change: str,
+    reason: str | None,
+) -> None:
+    """Copy the memories matching ``condition`` (over alias ``m``) into the history."""
+    db.execute(
+        "INSERT INTO memory_history (id, user_id, agent_id, session_id, content, metadata, "
+        "changed_at, change, reason) "
+        "SELECT m.id, m.user_id, m.agent_id, m.session_id, m.content, m.metadata, ?, ?, ? "
+        f"FROM memories AS m WHERE {condition}",
+        [now, change, reason, *params],
+    )
+
+
+def _purge_expired(db: sqlite3.Connection, now: str) -> None:
+    """Move expired memories to the history; the partial index makes this cheap when none are."""
+    expired = "m.expires_at IS NOT NULL AND m.expires_at <= ?"
+    _keep_versions(db, expired, [now], now, "expire", None)
+    db.execute(f"DELETE FROM memories AS m WHERE {expired}", [now])
+
+
+def _metadata(encoded: str | None) -> JsonObject | None:
+    if encoded is None:
+        return None
+    value: JsonObject = json.loads(encoded)
+    return value
+
+
+def _record(row: Any) -> MemoryRecord:
+    return MemoryRecord(
+        id=row[0],
+        content=row[1],
+        metadata=_metadata(row[2]),
+        created_at=row[3],
+        updated_at=row[4],
+        expires_at=row[5],
+    )
+
+
+def _check_limit(value: object, argument: str) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidArgumentError(f"{argument} must be an integer of at least 1, got {value!r}")
+
+
+def _seconds(value: float | timedelta | None, argument: str) -> float | None:
+    if value is None:
+        return None
+    seconds = value.total_seconds() if isinstance(value, timedelta) else value
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
+        raise InvalidArgumentError(f"{argument} must be a positive duration, got {value!r}")
+    return float(seconds)

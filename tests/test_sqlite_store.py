@@ -1,0 +1,270 @@
+"""SQLiteStore specifics: recall, scopes, history, expiry, and faults with real files and
+processes. The shared contract is in test_conformance.py."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from agentrecall import InvalidArgumentError, MemoryManager, StorageError
+from agentrecall.stores.sqlite import SQLiteStore
+from agentrecall.stores.sqlite.query import choose_terms, match_expression, query_terms
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SQLiteStore:
+    return SQLiteStore(tmp_path / "memory.db")
+
+
+def test_construction_does_no_io(tmp_path: Path, agentrecall_home: Path) -> None:
+    SQLiteStore(tmp_path / "later" / "m.db")
+    assert SQLiteStore(name="notes").path == str(agentrecall_home / "memory" / "notes.db")
+    assert list(tmp_path.iterdir()) == [] and list(agentrecall_home.iterdir()) == []
+
+
+async def test_setup_is_idempotent(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "m.db")
+    await store.setup()
+    await store.setup()
+    await SQLiteStore(tmp_path / "m.db").setup()
+    assert await store.count() == 0
+
+
+async def test_bm25_ranks_rare_words_higher_and_folds_diacritics(store: SQLiteStore) -> None:
+    await store.add_many(
+        [
+            ("The user prefers aisle seats on long flights.", None),
+            ("The user likes the café near the station.", None),
+            ("The user has a dog named Biscuit.", None),
+        ]
+    )
+    hits = await store.search("What is the name of the user's dog?")
+    assert hits[0].content == "The user has a dog named Biscuit."
+    assert all(h.metadata and h.metadata["_relevanceScore"] > 0 for h in hits)
+    scores = [h.metadata["_relevanceScore"] for h in hits if h.metadata]
+    assert scores == sorted(scores, reverse=True)
+    assert [h.content for h in await store.search("cafe")] == [
+        "The user likes the café near the station."
+    ]
+    assert await store.search("what is the") == []  # stop words only
+
+
+async def test_ties_go_to_the_newer_memory(store: SQLiteStore) -> None:
+    await store.add("tea one")
+    await store.add("tea two")
+    assert [h.content for h in await store.search("tea")] == ["tea two", "tea one"]
+
+
+def test_term_choice_skips_common_terms_and_bounds_the_work() -> None:
+    assert query_terms("What did Caroline paint, the café?") == ["cafe", "caroline", "paint"]
+    frequency = {"rare": 3, "common": 900_000, "mid": 20_000, "absent": 0}
+    assert choose_terms(frequency, 1_000_000) == ["rare", "mid"]
+    assert choose_terms({"common": 900_000, "other": 800_000}, 1_000_000) == ["other"]
+    assert choose_terms({"a": 40_000, "b": 45_000}, 1_000_000) == ["a"]  # budget: rarest first
+    assert choose_terms({"a": 900, "b": 1_500}, 2_000) == ["a", "b"]  # small stores keep all
+    assert match_expression(['he"llo', "x"]) == '"he""llo" OR "x"'
+
+
+async def test_scopes_do_not_leak(store: SQLiteStore) -> None:
+    ana, bob = store.scope(user_id="ana"), store.scope(user_id="bob")
+    ana_trip = ana.scope(session_id="trip")
+    first = await ana_trip.add("prefers aisle seats")
+    await bob.add("prefers aisle seats")
+    await ana.add("allergic to peanuts")
+    assert ana.name == "memory[user=ana]" and ana_trip.name == "memory[user=ana,session=trip]"
+    assert await ana.count() == 2 and await bob.count() == 1 and await ana_trip.count() == 1
+    assert [h.content for h in await bob.search("peanuts")] == []
+    assert await bob.get(first.id) is None and await bob.delete(first.id) is False
+    assert (await ana.get(first.id)) is not None
+    with pytest.raises(InvalidArgumentError, match="user_id"):
+        ana.scope(user_id="bob")
+
+
+async def test_update_keeps_history_and_refuses_duplicates(store: SQLiteStore) -> None:
+    first = await store.add("lives in Lisbon", {"v": 1})
+    await store.add("works remotely")
+    updated = await store.update(first.id, content="lives in Porto", reason="moved")
+    assert updated is not None and updated.updated_at and updated.content == "lives in Porto"
+    assert updated.metadata == {"v": 1} and updated.created_at <= updated.updated_at
+    assert [h.content for h in await store.search("Lisbon")] == []
+    with pytest.raises(InvalidArgumentError, match="already has that content"):
+        await store.update(first.id, content=" works remotely ")
+    await store.delete(first.id, reason="user asked")
+    versions = await store.history(first.id)
+    assert [(v.content, v.change, v.reason) for v in versions] == [
+        ("lives in Lisbon", "update", "moved"),
+        ("lives in Porto", "delete", "user asked"),
+    ]
+    assert await store.update("missing", content="x") is None
+
+
+async def test_expiry(store: SQLiteStore) -> None:
+    past = datetime.now(timezone.utc) - timedelta(seconds=1)
+    gone = await store.add("expired already", expires_at=past)
+    kept = await store.add("kept for a day", ttl=timedelta(days=1))
+    assert await store.get(gone.id) is None and await store.count() == 1
+    record = await store.get(kept.id)
+    assert record is not None and record.expires_at is not None
+    again = await store.add("expired already")  # dedup ignores the expired copy
+    assert again.id != gone.id
+    assert [v.change for v in await store.history(gone.id)] == ["expire"]
+    with pytest.raises(InvalidArgumentError, match="ttl"):
+        await store.add("x", ttl=0)
+    with pytest.raises(InvalidArgumentError, match="not both"):
+        await store.add("x", ttl=5, expires_at=past)
+
+
+async def test_store_default_ttl(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "m.db", ttl=3600)
+    record = await store.get((await store.add("fact")).id)
+    assert record is not None and record.expires_at is not None
+
+
+async def test_read_only_store_refuses_every_write(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    first = await SQLiteStore(path).add("fact")
+    read_only = SQLiteStore(path, writable=False)
+    for call in (
+        read_only.add("x"),
+        read_only.add_many([("x", None)]),
+        read_only.update(first.id, content="y"),
+        read_only.delete(first.id),
+        read_only.clear(),
+    ):
+        with pytest.raises(InvalidArgumentError, match="read-only"):
+            await call
+    assert await read_only.count() == 1
+
+
+async def test_a_file_that_is_not_a_database_is_reported_and_kept(tmp_path: Path) -> None:
+    path = tmp_path / "notes.json"
+    path.write_text('[{"id": "a"}]')
+    with pytest.raises(StorageError, match="notes.json.*not an SQLite database"):
+        await SQLiteStore(path).search("anything")
+    assert path.read_text() == '[{"id": "a"}]'
+
+
+async def test_another_applications_database_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "app.db"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE orders (id INTEGER)")
+    with pytest.raises(StorageError, match="another application"):
+        await SQLiteStore(path).add("fact")
+
+
+async def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    await SQLiteStore(path).setup()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE agentrecall_schema SET version = 99 WHERE component = 'store'")
+    with pytest.raises(StorageError, match="version 99.*upgrade"):
+        await SQLiteStore(path).count()
+
+
+async def test_a_file_it_may_not_write_is_a_clear_storage_error(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run the check as another user")
+    path = tmp_path / "m.db"
+    await SQLiteStore(path).add("fact")
+    before = path.read_bytes()
+    os.chmod(tmp_path, 0o755)
+    # The child loads everything it needs as root, then runs the store as an unprivileged user.
+    scratch = tmp_path / "scratch" / "warm.db"
+    code = (
+        "import asyncio, os\n"
+        "from agentrecall.stores.sqlite import SQLiteStore\n"
+        "from agentrecall import StorageError\n"
+        f"asyncio.run(SQLiteStore({str(scratch)!r}).add('warm up'))\n"
+        "os.setgroups([]); os.setgid(65534); os.setuid(65534)\n"
+        f"store = SQLiteStore({str(path)!r})\n"
+        "try:\n"
+        "    asyncio.run(store.add('new'))\n"
+        "except StorageError as error:\n"
+        "    print('refused', error)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+    )
+    assert result.stdout.startswith("refused") and "m.db" in result.stdout, result.stderr
+    assert path.read_bytes() == before
+
+
+def _adder(path: Path, worker: int, count: int) -> str:
+    return (
+        "import asyncio, sys\n"
+        "from agentrecall.stores.sqlite import SQLiteStore\n"
+        "async def main():\n"
+        f"    store = SQLiteStore({str(path)!r})\n"
+        f"    for i in range({count}):\n"
+        f"        await store.add(f'worker {worker} fact {{i}}')\n"
+        "        hits = await store.search('worker fact')\n"
+        f"        print(i, flush=True)\n"
+        "asyncio.run(main())\n"
+    )
+
+
+def test_eight_processes_lose_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "shared.db"
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", _adder(path, n, 25)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(8)
+    ]
+    for child in children:
+        out, err = child.communicate(timeout=120)
+        assert child.returncode == 0 and err == "", err
+    count = asyncio.run(SQLiteStore(path).count())
+    assert count == 200
+
+
+def test_a_writer_killed_mid_batch_leaves_every_acknowledged_write(tmp_path: Path) -> None:
+    path = tmp_path / "killed.db"
+    code = (
+        "import asyncio\n"
+        "from agentrecall.stores.sqlite import SQLiteStore\n"
+        "async def main():\n"
+        f"    store = SQLiteStore({str(path)!r})\n"
+        "    n = 0\n"
+        "    while True:\n"
+        "        items = [(f'batch {n} item {k}', None) for k in range(200)]\n"
+        "        results = await store.add_many(items)\n"
+        "        print(json.dumps([r.id for r in results]), flush=True)\n"
+        "        n += 1\n"
+        "import json\n"
+        "asyncio.run(main())\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert child.stdout is not None
+    acknowledged = [json.loads(child.stdout.readline()) for _ in range(3)]
+    child.send_signal(signal.SIGKILL)
+    child.communicate(timeout=30)
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        stored = {row[0] for row in db.execute("SELECT id FROM memories")}
+        fts = db.execute("SELECT count(*) FROM memories_fts").fetchone()[0]
+    assert all(i in stored for batch in acknowledged for i in batch)
+    assert len(stored) % 200 == 0  # whole batches only
+    assert fts == len(stored)
+
+
+async def test_works_inside_our_manager(store: SQLiteStore) -> None:
+    manager = MemoryManager([store], add_tool=True)
+    add_memory = next(t for t in manager.tools if t.name == "add_memory")
+    assert json.loads(await add_memory(entries=["The user is vegetarian."])) == {"stored": 1}
+    hits = await manager.search("Is the user vegetarian?")
+    assert [(h.content, h.store_name) for h in hits] == [("The user is vegetarian.", "memory")]
