@@ -30,10 +30,10 @@ from agentrecall.injection import InjectionConfig
 from agentrecall.manager import MemoryManager
 from agentrecall.models import ChatModel, OpenAICompatibleModel
 from agentrecall.storage import InMemoryStorage, LocalFileStorage, Storage
-from agentrecall.stores import Capability, JsonFileStore, MemoryStore
+from agentrecall.stores import Capability, JsonFileStore, MemoryStore, SQLiteStore
 from agentrecall.sync import SyncStore
 from agentrecall.tools import AddToolConfig, MemoryTool, ToolConfig
-from agentrecall.types import AddResult, MemoryEntry, MemoryRecord, SearchOptions
+from agentrecall.types import AddResult, MemoryEntry, MemoryRecord, MemoryVersion, SearchOptions
 
 TestMemoryStore = JsonFileStore
 """The name Strands Agents gives the same store, for code written against it."""
@@ -65,10 +65,12 @@ __all__ = [
     "MemoryRecord",
     "MemoryStore",
     "MemoryTool",
+    "MemoryVersion",
     "MessageFilter",
     "ModelError",
     "ModelExtractor",
     "OpenAICompatibleModel",
+    "SQLiteStore",
     "SearchOptions",
     "Storage",
     "StorageError",

@@ -2,5 +2,6 @@
 
 from agentrecall.stores.base import Capability, MemoryStore
 from agentrecall.stores.jsonfile import JsonFileStore
+from agentrecall.stores.sqlite import SQLiteStore
 
-__all__ = ["Capability", "JsonFileStore", "MemoryStore"]
+__all__ = ["Capability", "JsonFileStore", "MemoryStore", "SQLiteStore"]
