@@ -19,34 +19,40 @@ What it builds:
 
 The filler ("natural word frequencies, stop words included"):
 
-* Entry lengths are drawn from the token counts of the turns themselves (median 23 words, about
-  130 characters), raised to at least :data:`MIN_WORDS` so that two entries are practically
-  never equal.
+* Entry lengths are drawn from the word counts of the turns themselves (median 23 words),
+  raised to at least :data:`MIN_WORDS` so that two entries are practically never equal (none
+  are at 1M); entries average about 145 characters.
 * Each word is drawn independently from a mixture of three distributions:
 
   1. stop words (the ``STOP_WORDS`` list of ``agentrecall.retrieval.tokenize``) with their
      frequencies among the turns' tokens, which are also their share of all words (about 45%,
      as in ordinary English prose);
-  2. the other words of the turns (2,400 of them) with their frequencies there, scaled so that
-     together they make ``1 - 0.45 - TAIL_SHARE`` of all words;
-  3. a long tail of :data:`TAIL_WORDS` generated pseudo-words (``"mabeto"``) that make
-     :data:`TAIL_SHARE` of all words. The tail continues the Zipf curve where the turns'
-     vocabulary ends: the tail word of rank *r* has weight ``1 / (r + V)``, with *V* the size of
-     that vocabulary, so the most common tail word is rarer than the rarest real word, as in a
-     real lexicon. Tail words never equal a word of the turns or questions.
+  2. the other words of the turns (about 2,480 of them) with their frequencies there, scaled
+     so that together they make ``1 - 0.45 - TAIL_SHARE`` of all words;
+  3. a long tail of :data:`TAIL_WORDS` generated pseudo-words (``"brozizul"``) that make
+     :data:`TAIL_SHARE` of all words, the share that words outside the few thousand most common
+     ones take in ordinary English. The tail continues the Zipf curve where the turns'
+     vocabulary ends: the tail word of rank *r* (from 0) has weight about ``1 / (r + V)``, with
+     *V* the size of that vocabulary, so the most common tail word is about as frequent as a
+     word seen once in the turns. Tail words never equal a word of the turns or questions.
 
 * Bias, stated so that figures are read correctly. Stop words come out at a realistic density.
   The question words that remain after stop-word removal are drawn at the frequency they have
   in three conversations about those very topics (names such as "caroline", topic words such
   as "dance"), scaled by about 0.64. So they match far more filler entries than they would in
   a real store of a million memories written by many people about many things: a pessimistic
-  case for query cost, and for recall on the full corpus. The tail only dilutes and populates
-  the term dictionary; it never matches a question. The words of an entry are independent, so
-  filler has no phrases or topics, and its sentences are not grammatical.
+  case for query cost, and for recall on the full corpus. At 1M entries the median question
+  (stop words removed) matches about 111,000 entries; 12 question words are in more than 5% of
+  entries (``s`` 31%, ``great`` 13%, ``john`` 9%, ``caroline`` 6%) and 89 in more than 1%.
+  The tail only dilutes and populates the term dictionary; it never matches a question. The
+  words of an entry are independent, so filler has no phrases or topics, and its sentences are
+  not grammatical.
 
-Generation is deterministic (fixed seeds; the same ``seed`` gives the same corpus on any
-machine and Python version that keeps ``random.Random``'s documented reproducibility) and lazy:
-a generator that holds only the vocabulary. One million entries take about 10 seconds.
+Generation is deterministic: fixed seeds, so one ``seed`` gives one corpus on every machine
+with the same Python version (``random`` guarantees only ``random()`` across versions; the
+``choice`` and ``getrandbits`` used here have been stable in practice). It is lazy: a generator
+that holds only the vocabulary. One million entries take about 18 seconds on one core of the
+project machine, in about 55 MB.
 
 Run ``python benchmarks/corpus.py [SIZE]`` for a summary of the corpus, or with ``--jsonl`` to
 write it as JSON lines to stdout.
@@ -352,7 +358,7 @@ def filler(
     """Yield ``count`` filler entries: sentences of independent words with natural frequencies.
 
     Each entry is lowercase words joined by spaces, the first capitalised, ending with a full
-    stop (``"Thanks so mabeto it really the support."``).
+    stop (``"You brozizul how rachi me broufa informative leaplus teach."``).
     """
     return _vocabulary(path, tail_share, tail_words).sentences(count, random.Random(seed))
 
