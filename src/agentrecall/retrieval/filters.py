@@ -5,22 +5,20 @@ fields AND together); an empty filter (or ``None``) matches every memory.
 
 * **Fields** are top-level metadata keys, taken verbatim: ``"a.b"`` names the key ``"a.b"``, not
   the key ``"b"`` inside ``"a"``. Nested objects cannot be reached. A field name is a non-empty
-  string without U+0000 and must not start with ``$`` (that is where logical operators such as
-  ``$or`` would go, and they are not supported).
+  string of valid Unicode without U+0000, and must not start with ``$`` (that is where logical
+  operators such as ``$or`` would go, and they are not supported).
 * **A condition** is either a plain JSON scalar (string, number, boolean or ``null``), meaning
   equality, or a non-empty mapping of operators, all of which must hold:
 
-  ===========  =========================================  ============================
-  operator     operand                                    a missing key
-  ===========  =========================================  ============================
-  ``$eq``      a scalar                                   does not match
-  ``$ne``      a scalar                                   matches
-  ``$in``      a list of scalars (empty: matches nothing)  does not match
-  ``$nin``     a list of scalars (empty: matches all)      matches
-  ``$gt``      a number or a string (likewise ``$gte``,   does not match
-               ``$lt``, ``$lte``)
-  ``$exists``  ``True`` or ``False``                      matches ``False`` only
-  ===========  =========================================  ============================
+  - ``{"$eq": scalar}``: equal (the same as the plain scalar); a missing key does not match;
+  - ``{"$ne": scalar}``: not equal; a missing key matches;
+  - ``{"$in": [scalar, ...]}``: equal to one of the list (an empty list matches nothing); a
+    missing key does not match;
+  - ``{"$nin": [scalar, ...]}``: equal to none of the list; a missing key matches;
+  - ``{"$gt": x}``, ``$gte``, ``$lt``, ``$lte``, where ``x`` is a number or a string: ordered
+    after, at or after, before, at or before ``x``; a missing key does not match;
+  - ``{"$exists": True}`` / ``{"$exists": False}``: the key is present (with any value,
+    ``null`` included) / absent.
 
 Values compare the JSON way, by type first:
 
@@ -30,7 +28,6 @@ Values compare the JSON way, by type first:
 * ``$gt``/``$gte``/``$lt``/``$lte`` compare numbers with numbers and strings with strings (by
   code point, which is also UTF-8 byte order); any other pairing never matches, booleans are
   not numbers;
-* ``$exists`` asks whether the key is present, whatever its value (``null`` included);
 * ``$ne`` and ``$nin`` are the exact negations of ``$eq`` and ``$in``, so they match a missing key
   (the MongoDB reading).
 

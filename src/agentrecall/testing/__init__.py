@@ -5,6 +5,10 @@
   loops end to end over real HTTP.
 * :class:`ScriptedChatModel`: a :class:`~agentrecall.models.ChatModel` that answers from a
   script in process, for tests that do not need HTTP.
+* :mod:`agentrecall.testing.conformance`: the store conformance suite, for checking a memory
+  store (yours or ours) against the contract every agentrecall store keeps. Subclass its
+  ``StoreContract`` in a pytest module and give it a ``make_store`` fixture; it needs pytest
+  and pytest-asyncio, so import it from your tests: this package never imports it.
 
 Standard library only.
 """

@@ -1,0 +1,43 @@
+"""The store conformance suite: what every agentrecall store guarantees, as pytest tests.
+
+Subclass :class:`StoreContract` in a test module of your backend and give it a ``make_store``
+fixture; pytest then runs every contract test on your store::
+
+    import pytest
+    from agentrecall.testing.conformance import StoreContract
+
+    class TestMyStore(StoreContract):
+        persistent = True  # stores made with the same name share their memories
+
+        @pytest.fixture
+        def make_store(self, tmp_path):
+            def make(name, **options):
+                return MyStore(tmp_path / f"{name}.db", name=name, **options)
+            return make
+
+The suite needs pytest and pytest-asyncio; each async test carries an explicit
+``pytest.mark.asyncio``, so it runs in pytest-asyncio's strict mode as well as in auto mode.
+Importing this module imports pytest, which is why :mod:`agentrecall.testing` never does.
+
+Tests beyond ``search`` and ``add`` run only on stores declaring the matching
+:class:`~agentrecall.stores.base.Capability` in their ``capabilities`` attribute; the others are
+skipped with a reason naming the store and the missing capability. The tests of each capability
+are in their own section below and start with its name (``test_update_...``).
+"""
+
+from __future__ import annotations
+
+from agentrecall.testing._contract_base import TIMESTAMP, StoreFactory
+from agentrecall.testing._contract_capabilities import CapabilityContract
+from agentrecall.testing._contract_core import CoreContract
+
+__all__ = ["TIMESTAMP", "StoreContract", "StoreFactory"]
+
+
+class StoreContract(CapabilityContract, CoreContract):
+    """The whole contract; subclass it as ``Test<YourStore>`` and provide ``make_store``.
+
+    Attributes:
+        persistent: whether stores made with the same name share their memories, so that
+            persistence across instances and read-only twins of a store can be tested.
+    """
