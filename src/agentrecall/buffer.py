@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, TypeVar, cast
 
+from agentrecall._internal.checks import seconds
 from agentrecall.conversation.sessions import (
     MemorySessions,
     SessionBackend,
@@ -136,7 +137,7 @@ class BufferMemory:
         if token_counter is not None and not callable(token_counter):
             raise InvalidArgumentError("token_counter must be a callable: message -> int")
         self._count_tokens: TokenCounter = token_counter or estimate_tokens
-        self._idle_ttl = _check_ttl(idle_ttl)
+        self._idle_ttl = seconds(idle_ttl, "idle_ttl")
         self._clock = clock
         self._seeds = _copy_seeds(default_store)
         self._backend: SessionBackend = (
@@ -334,15 +335,6 @@ def _check_positive(value: int | None, argument: str) -> int | None:
             f"{argument} must be a whole number of at least 1, or None for no limit; got {value!r}"
         )
     return value
-
-
-def _check_ttl(idle_ttl: float | timedelta | None) -> float | None:
-    if idle_ttl is None:
-        return None
-    seconds = idle_ttl.total_seconds() if isinstance(idle_ttl, timedelta) else idle_ttl
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
-        raise InvalidArgumentError(f"idle_ttl must be a positive duration, got {idle_ttl!r}")
-    return float(seconds)
 
 
 def _check_tags(tags: Mapping[str, str] | None) -> dict[str, str] | None:

@@ -8,10 +8,10 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
+from agentrecall._internal.checks import check_items, check_limit
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall._internal.ids import new_id
 from agentrecall._internal.jsoncopy import copy_json
-from agentrecall._internal.jsonvalue import check_json_object
 from agentrecall._internal.paths import agentrecall_home, sanitize_name
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.retrieval.tokenize import tokenize
@@ -109,7 +109,7 @@ class JsonFileStore:
         """
         if not isinstance(name, str) or not name.strip():
             raise InvalidArgumentError(f"name must be a non-blank string, got {name!r}")
-        _check_limit(max_search_results, "max_search_results")
+        check_limit(max_search_results, "max_search_results")
         for flag, value in (("writable", writable), ("persist", persist)):
             if not isinstance(value, bool):
                 raise InvalidArgumentError(f"{flag} must be True or False, got {value!r}")
@@ -153,7 +153,7 @@ class JsonFileStore:
             StorageError: the file cannot be read.
         """
         requested = None if options is None else options.get("max_search_results")
-        _check_limit(requested, "max_search_results")
+        check_limit(requested, "max_search_results")
         if not isinstance(query, str):
             raise InvalidArgumentError(f"query must be a string, got {type(query).__name__}")
         limit = requested or self.max_search_results or DEFAULT_MAX_SEARCH_RESULTS
@@ -185,13 +185,7 @@ class JsonFileStore:
         a bad item's message gives its index.
         """
         self._check_writable()
-        batch = list(items)
-        for index, (content, metadata) in enumerate(batch):
-            where = "" if len(batch) == 1 else f" (item {index})"
-            if not isinstance(content, str) or not content.strip():
-                raise InvalidArgumentError(f"content{where} must be a non-blank string")
-            if metadata is not None:
-                check_json_object(metadata, f"metadata{where}")
+        batch = check_items(items)
         if not batch:
             return []
         return await self._offload(self._write_blocking, _Adder(batch))
@@ -216,7 +210,7 @@ class JsonFileStore:
         """Return memories oldest first, skipping ``offset`` and returning at most ``limit``."""
         if not isinstance(offset, int) or offset < 0:
             raise InvalidArgumentError(f"offset must be an integer of at least 0, got {offset!r}")
-        _check_limit(limit, "limit")
+        check_limit(limit, "limit")
         return await self._offload(self._list_blocking, offset, limit)
 
     async def count(self) -> int:
@@ -326,13 +320,6 @@ def _record(record: Record) -> MemoryRecord:
         created_at=record["createdAt"],
         metadata=copy_json(record.get("metadata")),
     )
-
-
-def _check_limit(value: object, argument: str) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidArgumentError(f"{argument} must be an integer of at least 1, got {value!r}")
 
 
 def _check_path(path: str | os.PathLike[str] | None) -> str | None:
