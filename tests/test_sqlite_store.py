@@ -16,8 +16,20 @@ from pathlib import Path
 import pytest
 
 from agentrecall import InvalidArgumentError, MemoryManager, StorageError
-from agentrecall.stores.sqlite import SQLiteStore
-from agentrecall.stores.sqlite.query import choose_terms, match_expression, query_terms
+from agentrecall._internal.sqlite import Database
+from agentrecall.stores.sqlite import SQLiteStore, query
+from agentrecall.stores.sqlite.query import (
+    NEWEST_POSTINGS,
+    averages,
+    bm25,
+    candidate_query,
+    estimate_df,
+    idf,
+    match_expression,
+    plan_terms,
+    query_terms,
+)
+from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
 
 
 @pytest.fixture
@@ -64,14 +76,56 @@ async def test_ties_go_to_the_newer_memory(store: SQLiteStore) -> None:
     assert [h.content for h in await store.search("tea")] == ["tea two", "tea one"]
 
 
-def test_term_choice_skips_common_terms_and_bounds_the_work() -> None:
+def test_query_terms_fold_and_split_like_the_index() -> None:
     assert query_terms("What did Caroline paint, the café?") == ["cafe", "caroline", "paint"]
-    frequency = {"rare": 3, "common": 900_000, "mid": 20_000, "absent": 0}
-    assert choose_terms(frequency, 1_000_000) == ["rare", "mid"]
-    assert choose_terms({"common": 900_000, "other": 800_000}, 1_000_000) == ["other"]
-    assert choose_terms({"a": 40_000, "b": 45_000}, 1_000_000) == ["a"]  # budget: rarest first
-    assert choose_terms({"a": 900, "b": 1_500}, 2_000) == ["a", "b"]  # small stores keep all
+    assert query_terms("snake_case and Ünïcode") == ["case", "snake", "unicode"]
     assert match_expression(['he"llo', "x"]) == '"he""llo" OR "x"'
+
+
+def test_document_frequency_is_exact_below_the_probe_and_estimated_above() -> None:
+    assert estimate_df(12, 40, 1, 1_000) == 12
+    assert estimate_df(1_000, 901, 1, 1_000) == 10_000  # newest 1,000 span a tenth of the ids
+    assert estimate_df(1_000, 1, 1, 1_000) == 1_000
+    assert idf(1, 100) > idf(50, 100) > 0
+
+
+def test_plan_gives_the_budget_to_rare_terms_and_skips_common_ones() -> None:
+    df = {"rare": 3, "mid": 15_000, "more": 30_000, "common": 600_000, "absent": 0}
+    plans = {plan.term: plan.postings for plan in plan_terms(df, 1_000_000)}
+    assert plans == {"rare": None, "mid": None, "more": NEWEST_POSTINGS, "common": 0}
+    only_common = plan_terms({"a": 600_000, "b": 700_000}, 1_000_000)
+    assert [(p.term, p.postings) for p in only_common] == [("a", NEWEST_POSTINGS), ("b", 0)]
+    small = plan_terms({"a": 900, "b": 1_500}, 2_000)
+    assert [p.postings for p in small] == [None, None]  # small stores score every posting
+    sql = candidate_query(plan_terms(df, 1_000_000), "m.user_id = ?", 100)
+    assert sql.count("UNION ALL") == 2 and sql.count("m.user_id = ?") == 3
+
+
+def test_bm25_and_the_averages_record() -> None:
+    weights = {"dog": 2.0}
+    assert bm25(weights, "a dog", 2.0) > bm25(weights, "a dog in a long sentence", 2.0) > 0
+    assert bm25(weights, "a cat", 2.0) == 0
+    assert averages(b"\x82,\x87\x04") == (300, 900)
+    assert averages(None) == (0, 0)
+
+
+async def test_a_small_scope_in_a_larger_store_finds_its_memories(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With no budget, the common words "trip" and "lake" add only their newest postings:
+    # those must be the scope's own, not the newest of the whole store.
+    monkeypatch.setattr(query, "POSTINGS_BUDGET", 0)
+    others = store.scope(user_id="others")
+    await others.add_many([(f"the trip to the lake number {i}", None) for i in range(1_500)])
+    ana = store.scope(user_id="ana")
+    await ana.add("ana went on the trip to the lake")
+    await others.add_many([(f"another trip to the lake {i}", None) for i in range(600)])
+    hits = await ana.search("Which trip to the lake?")
+    assert [h.content for h in hits] == ["ana went on the trip to the lake"]
+    filtered = await store.search("trip lake", filter={"who": "ana"})
+    assert filtered == []
+    newest = await store.search("trip lake", {"max_search_results": 3})
+    assert [h.content for h in newest] == [f"another trip to the lake {i}" for i in (599, 598, 597)]
 
 
 async def test_scopes_do_not_leak(store: SQLiteStore) -> None:
@@ -268,3 +322,25 @@ async def test_works_inside_our_manager(store: SQLiteStore) -> None:
     assert json.loads(await add_memory(entries=["The user is vegetarian."])) == {"stored": 1}
     hits = await manager.search("Is the user vegetarian?")
     assert [(h.content, h.store_name) for h in hits] == [("The user is vegetarian.", "memory")]
+
+
+async def test_adds_keep_the_index_and_the_row_count_in_step(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    # A database written by the first schema, whose trigger fed the index, upgrades in place.
+    Database(str(path), component=COMPONENT, migrations=MIGRATIONS[:1]).run(
+        lambda db: db.execute(
+            "INSERT INTO memories (id, scope, content, content_key, created_at) "
+            "VALUES ('old', '[null, null, null]', 'an old walrus', 'an old walrus', '2024')"
+        ),
+        write=True,
+    )
+    store = SQLiteStore(path)
+    await store.add_many([("a walrus swims", None), ("a walrus swims", None), ("kelp", None)])
+    first = await store.add("walrus dreams")
+    await store.delete(first.id)
+    assert [h.content for h in await store.search("walrus")] == ["a walrus swims", "an old walrus"]
+    with sqlite3.connect(path) as db:
+        db.execute("INSERT INTO memories_fts (memories_fts) VALUES ('integrity-check')")
+        rows = db.execute("SELECT value FROM memory_stats WHERE key = 'rows'").fetchone()[0]
+        assert rows == db.execute("SELECT count(*) FROM memories").fetchone()[0] == 3
+    await store.aclose()

@@ -1,14 +1,17 @@
-"""``agentrecall add|search|list|delete``: each command is a few lines over ``SyncStore``."""
+"""``agentrecall add|search|list|delete|eval``: each command is a few lines over the library."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from agentrecall.errors import AgentRecallError
+from agentrecall.evaluation import locomo
 from agentrecall.stores.base import MemoryStore
 from agentrecall.stores.jsonfile import JsonFileStore
 from agentrecall.stores.sqlite import SQLiteStore
@@ -18,6 +21,11 @@ from agentrecall.types import JsonObject
 DEFAULT_STORE = "memory"
 
 Command = Callable[[SyncStore, argparse.Namespace], int]
+
+EVAL_STORES: dict[str, Callable[[Path], MemoryStore]] = {
+    "json": lambda directory: JsonFileStore(name="locomo", path=directory / "memory.json"),
+    "sqlite": lambda directory: SQLiteStore(directory / "memory.db"),
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -31,6 +39,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(chosen) > 1:
         parser.error(f"argument {chosen[1]}: not allowed with argument {chosen[0]}")
     try:
+        if hasattr(args, "storeless"):
+            storeless: Callable[[argparse.Namespace], int] = args.storeless
+            return storeless(args)
         with SyncStore(_open_store(args)) as memory:
             command: Command = args.command
             return command(memory, args)
@@ -85,6 +96,14 @@ def _delete(memory: SyncStore, args: argparse.Namespace) -> int:
         print(f"agentrecall: error: no memory with id '{args.id}'", file=sys.stderr)
         return 1
     _emit(args, {"deleted": args.id}, f"deleted {args.id}")
+    return 0
+
+
+def _eval_locomo(args: argparse.Namespace) -> int:
+    conversations = locomo.load(args.file)
+    rows = asyncio.run(locomo.evaluate(conversations, EVAL_STORES[args.engine]))
+    data = [{"group": r.group, "questions": r.questions, **r.means} for r in rows]
+    _emit(args, data, locomo.table(rows))
     return 0
 
 
@@ -164,4 +183,18 @@ def _parser() -> argparse.ArgumentParser:
     delete = commands.add_parser("delete", parents=[common], help="forget a memory by id")
     delete.add_argument("id")
     delete.set_defaults(command=_delete)
+
+    evaluation = commands.add_parser("eval", help="measure recall on a benchmark")
+    benchmarks = evaluation.add_subparsers(required=True, metavar="BENCHMARK")
+    recall = benchmarks.add_parser("locomo", help="LoCoMo conversations: is the evidence found?")
+    recall.add_argument("file", help="a LoCoMo JSON file")
+    recall.add_argument(
+        "--store",
+        dest="engine",
+        choices=sorted(EVAL_STORES),
+        default="sqlite",
+        help="the kind of store to measure (default: sqlite)",
+    )
+    recall.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
+    recall.set_defaults(storeless=_eval_locomo)
     return parser

@@ -1,24 +1,37 @@
-"""Pure pieces of ``SQLiteStore``'s SQL: scopes, keyword terms, time bounds. No I/O here."""
+"""Pure pieces of ``SQLiteStore``: scopes, query terms and their plan, BM25, time bounds."""
 
 from __future__ import annotations
 
 import json
+import math
+import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from agentrecall.errors import InvalidArgumentError
-from agentrecall.retrieval.tokenize import STOP_WORDS, tokenize
+from agentrecall.retrieval.tokenize import STOP_WORDS
+
+PROBE_POSTINGS = 1_000
+"""A term's document frequency is counted exactly below this many postings, estimated above."""
+
+POSTINGS_BUDGET = 20_000
+"""Rarest terms first, a term's postings are all candidates while the running total fits this."""
 
 COMMON_SHARE = 0.05
-"""A query term found in more than this share of memories says little about any of them."""
+"""A term held by more than this share of memories adds no candidates (it still scores)."""
 
-COMMON_FLOOR = 2_000
-"""...but below this many memories no term counts as too common (small stores keep them all)."""
+NEWEST_POSTINGS = 300
+"""A term past the budget but not common adds only its newest this many postings."""
 
-SCORED_ROWS_BUDGET = 60_000
-"""At most this many postings are scored per search: rarest terms first, the rest dropped."""
+CANDIDATES = 100
+"""How many candidates the index picks for the exact BM25 rerank."""
+
+K1 = 1.2
+B = 0.75
+
+_INDEX_WORD = re.compile(r"[^\W_]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,34 +91,143 @@ def fold(term: str) -> str:
     return "".join(char for char in decomposed if not unicodedata.combining(char))
 
 
+def index_tokens(text: str) -> list[str]:
+    """Return the words of ``text`` as the full-text index splits and folds them, in order."""
+    return _INDEX_WORD.findall(fold(text))
+
+
 def query_terms(query: str) -> list[str]:
-    """Return the distinct searchable terms of ``query``: its words minus stop words, folded."""
-    folded = {fold(token) for token in tokenize(query) - STOP_WORDS}
-    return sorted(term for term in folded if term)
+    """Return the distinct searchable terms of ``query``: its folded words minus stop words."""
+    return sorted(set(index_tokens(query)) - STOP_WORDS)
 
 
-def choose_terms(frequency: Mapping[str, int], total: int) -> list[str]:
-    """Pick the terms worth scoring, given how many memories hold each and how many there are.
+def estimate_df(newest: int, lowest: int | None, first: int, last: int) -> int:
+    """Return how many memories hold a term, from a probe of its newest postings.
 
-    Terms no memory holds are dropped. Terms held by more than ``COMMON_SHARE`` of a store of
-    more than ``COMMON_FLOOR`` memories are dropped, unless every term is that common, when the
-    rarest one stays. Then terms are taken rarest first while their postings fit
-    ``SCORED_ROWS_BUDGET`` (the rarest always does): the cost of a search is bounded by what
-    it scores, and rare terms are the ones that tell memories apart.
+    Args:
+        newest: how many postings the probe found (at most ``PROBE_POSTINGS``).
+        lowest: the lowest row id among them.
+        first: the lowest row id of the store.
+        last: the highest row id of the store.
+
+    Below ``PROBE_POSTINGS`` the count is exact. Otherwise the term is assumed as dense over the
+    whole id range as over the stretch its newest postings span: counting a long posting list
+    costs time in proportion to its length, the estimate costs nothing.
     """
-    present = sorted((count, term) for term, count in frequency.items() if count > 0)
-    if not present:
-        return []
-    common = max(COMMON_FLOOR, int(COMMON_SHARE * total))
-    telling = [(count, term) for count, term in present if count <= common] or present[:1]
-    chosen: list[str] = []
-    scored = 0
-    for count, term in telling:
-        if chosen and scored + count > SCORED_ROWS_BUDGET:
-            break
-        chosen.append(term)
-        scored += count
-    return chosen
+    if newest < PROBE_POSTINGS or lowest is None:
+        return newest
+    span = max(1, last - lowest + 1)
+    return max(newest, round(newest * (last - first + 1) / span))
+
+
+def idf(df: int, total: int) -> float:
+    """Return BM25's inverse document frequency, always positive."""
+    return math.log(1 + (max(total, df) - df + 0.5) / (df + 0.5))
+
+
+@dataclass(frozen=True, slots=True)
+class TermPlan:
+    """How one query term takes part in a search.
+
+    ``postings`` is how many of its newest postings become candidates: ``None`` for all of
+    them, ``0`` for none (the term still counts in the rerank).
+    """
+
+    term: str
+    weight: float
+    postings: int | None
+
+
+def plan_terms(df: Mapping[str, int], total: int) -> list[TermPlan]:
+    """Decide, rarest term first, how many of each term's postings are candidates.
+
+    A term adds all its postings while the running total of postings stays within
+    ``POSTINGS_BUDGET`` (a term under ``PROBE_POSTINGS`` always does); after that, a term held by
+    at most ``COMMON_SHARE`` of the memories adds its ``NEWEST_POSTINGS`` newest, and a more
+    common term adds none. Rare terms tell memories apart, so they get the budget; if no term
+    adds candidates, the rarest adds its newest, so a query of common words still finds some.
+    Terms no memory holds are left out.
+    """
+    plans: list[TermPlan] = []
+    running = 0
+    for count, term in sorted((count, term) for term, count in df.items() if count > 0):
+        postings: int | None
+        if count < PROBE_POSTINGS or running + count <= POSTINGS_BUDGET:
+            postings = None
+            running += count
+        elif count <= COMMON_SHARE * total:
+            postings = NEWEST_POSTINGS
+        else:
+            postings = 0
+        plans.append(TermPlan(term, idf(count, total), postings))
+    if plans and all(plan.postings == 0 for plan in plans):
+        plans[0] = TermPlan(plans[0].term, plans[0].weight, NEWEST_POSTINGS)
+    return plans
+
+
+def candidate_query(plans: Sequence[TermPlan], where: str | None, limit: int) -> str:
+    """Return SQL picking up to ``limit`` memory row ids by their summed term weights.
+
+    Each term with postings to add becomes one member of a ``UNION ALL``; the sum of weights per
+    row decides, the newer row first on a tie. Parameters, per member: the weight, the match
+    expression, then (when ``where`` is given) the condition's parameters; then ``limit``.
+    With ``where`` (over alias ``m``), each member keeps only memories meeting it before its
+    newest-postings limit, so a small scope in a large store still gets its own candidates.
+    """
+    members = []
+    for plan in plans:
+        if plan.postings == 0:
+            continue
+        if where is None:
+            member = "SELECT rowid AS id, ? AS w FROM memories_fts WHERE memories_fts MATCH ?"
+        else:
+            # CROSS JOIN keeps the postings as the outer loop: left to itself, SQLite may walk
+            # the scope's index and run one full-text query per memory, many times slower.
+            member = (
+                "SELECT f.rowid AS id, ? AS w FROM memories_fts AS f "
+                "CROSS JOIN memories AS m ON m.seq = f.rowid "
+                f"WHERE f.memories_fts MATCH ? AND {where}"
+            )
+        if plan.postings is not None:
+            member = f"SELECT * FROM ({member} ORDER BY id DESC LIMIT {int(plan.postings)})"
+        members.append(member)
+    return (
+        f"SELECT id FROM ({' UNION ALL '.join(members)}) "
+        "GROUP BY id ORDER BY sum(w) DESC, id DESC LIMIT ?"
+    )
+
+
+def bm25(
+    query: Mapping[str, float], text: str, average_length: float, *, k1: float = K1, b: float = B
+) -> float:
+    """Return the Okapi BM25 score of ``text`` for terms weighted by their idf."""
+    tokens = index_tokens(text)
+    counts: dict[str, int] = {}
+    for token in tokens:
+        if token in query:
+            counts[token] = counts.get(token, 0) + 1
+    norm = k1 * (1 - b + b * len(tokens) / max(average_length, 1e-9))
+    return sum(query[term] * tf * (k1 + 1) / (tf + norm) for term, tf in counts.items())
+
+
+def averages(record: bytes | None) -> tuple[int, int]:
+    """Return (rows, tokens) from an FTS5 averages record (two SQLite varints), or (0, 0)."""
+    values: list[int] = []
+    position = 0
+    data = record or b""
+    while len(values) < 2 and position < len(data):
+        value = 0
+        for index in range(9):
+            byte = data[position]
+            position += 1
+            if index == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if byte < 0x80 or position >= len(data):
+                break
+        values.append(value)
+    return (values + [0, 0])[0], (values + [0, 0])[1]
 
 
 def match_expression(terms: list[str]) -> str:

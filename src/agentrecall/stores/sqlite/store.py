@@ -20,9 +20,15 @@ from agentrecall.errors import InvalidArgumentError
 from agentrecall.retrieval.filters import check_filter, to_sql
 from agentrecall.stores.base import Capability
 from agentrecall.stores.sqlite.query import (
+    CANDIDATES,
+    PROBE_POSTINGS,
     Scope,
-    choose_terms,
+    averages,
+    bm25,
+    candidate_query,
+    estimate_df,
     match_expression,
+    plan_terms,
     query_terms,
     timestamp,
 )
@@ -44,6 +50,11 @@ Rows = list[Any]
 Strings = list[str]
 _RECORD_COLUMNS = "m.id, m.content, m.metadata, m.created_at, m.updated_at, m.expires_at"
 _KEY_CHUNK = 500  # bound parameters per IN (...) list, well under SQLite's limit
+# Counting the newest postings of a term, up to a bound, costs little whatever its frequency.
+_PROBE = (
+    "SELECT count(*), min(rowid) FROM (SELECT rowid FROM memories_fts "
+    f"WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT {PROBE_POSTINGS})"
+)
 
 
 class SQLiteStore:
@@ -64,10 +75,12 @@ class SQLiteStore:
     * Dedup: content equal to a memory of the same scope once both are stripped of outer
       whitespace returns that memory's id.
     * Recall: BM25 over the memories' words (diacritics folded, so ``cafe`` finds ``café``;
-      a run of CJK characters is one word). Stop words are left out of queries, and terms held
-      by a large share of the memories are skipped, rarest terms first within a bounded number
-      of scored postings, so natural-language questions stay fast at millions of memories.
-      Ties go to the newer memory. ``_relevanceScore`` is the BM25 score, higher is better.
+      a run of CJK characters is one word; k1 1.2, b 0.75). Stop words are left out of
+      queries. The index picks 100 candidates from a bounded number of postings, rare terms
+      first (common terms add only their newest, within the scope and filter), and those are
+      ranked by exact BM25, so questions stay fast at millions of memories; on a small store
+      the ranking is exact BM25. Ties go to the newer memory. ``_relevanceScore`` is the BM25
+      score, higher is better.
     * A scope view (:meth:`scope`) reads and writes only its own memories.
     * Expired memories are never returned and are purged by the next write.
     * ``update``, ``delete`` and expiry keep the replaced version: :meth:`history`.
@@ -226,7 +239,9 @@ class SQLiteStore:
         terms = query_terms(query)
         if not terms:
             return []
-        return await self._offload(self._search_blocking, terms, limit, where, params)
+        narrowed = self._scope != Scope() or filter is not None
+        narrowed = narrowed or created_after is not None or created_before is not None
+        return await self._offload(self._search_blocking, terms, limit, where, params, narrowed)
 
     async def get(self, memory_id: str) -> MemoryRecord | None:
         """Return the memory with ``memory_id`` in this scope, or ``None``."""
@@ -407,6 +422,8 @@ class SQLiteStore:
 
         def write(db: sqlite3.Connection) -> AddResults:
             _purge_expired(db, now)
+            # Row ids only grow inside this write transaction: the new rows are those above.
+            last = db.execute("SELECT max(seq) FROM memories").fetchone()[0] or 0
             db.executemany(
                 "INSERT INTO memories (id, scope, user_id, agent_id, session_id, content, "
                 "content_key, metadata, created_at, expires_at) "
@@ -414,6 +431,14 @@ class SQLiteStore:
                 "ON CONFLICT (scope, content_key) DO NOTHING",
                 rows,
             )
+            added = db.execute(
+                "INSERT INTO memories_fts (rowid, content) "
+                "SELECT seq, content FROM memories WHERE seq > ?",
+                (last,),
+            ).rowcount
+            db.execute("UPDATE memory_stats SET value = value + ? WHERE key = 'rows'", (added,))
+            if added == len(rows):  # no duplicate, in the batch or before it
+                return [AddResult(id=row[0]) for row in rows]
             keys = list(dict.fromkeys(row[6] for row in rows))
             found: dict[str, str] = {}
             for start in range(0, len(keys), _KEY_CHUNK):
@@ -433,33 +458,55 @@ class SQLiteStore:
     async def _add(self, items: Items, expires_at: str | None) -> AddResults:
         return await self._offload(self._add_blocking, items, expires_at)
 
-    def _search_blocking(self, terms: Strings, limit: int, where: str, params: Params) -> Entries:
-        def read(db: sqlite3.Connection) -> Rows:
-            marks = ", ".join("?" * len(terms))
-            frequency = dict(
-                db.execute(
-                    f"SELECT term, doc FROM memories_vocab WHERE term IN ({marks})", terms
-                ).fetchall()
-            )
-            total = db.execute("SELECT value FROM memory_stats WHERE key = 'rows'").fetchone()[0]
-            chosen = choose_terms({t: frequency.get(t, 0) for t in terms}, total)
-            if not chosen:
-                return []
-            return db.execute(
-                "SELECT m.id, m.content, m.metadata, -bm25(memories_fts) AS score "
-                "FROM memories_fts JOIN memories AS m ON m.seq = memories_fts.rowid "
-                f"WHERE memories_fts MATCH ? AND {where} "
-                "ORDER BY bm25(memories_fts), m.seq DESC LIMIT ?",
-                [match_expression(chosen), *params, limit],
-            ).fetchall()
+    def _search_blocking(
+        self, terms: Strings, limit: int, where: str, params: Params, narrowed: bool
+    ) -> Entries:
+        """Pick candidates with the bounded plan of ``plan_terms``, then rank them by BM25.
 
+        Conditions other than expiry go inside the candidate query when ``narrowed``, so that a
+        small scope or a selective filter still finds its own memories among many others.
+        """
+        wanted = max(CANDIDATES, limit)
+
+        def read(db: sqlite3.Connection) -> tuple[Rows, dict[str, float], float]:
+            record = db.execute("SELECT block FROM memories_fts_data WHERE id = 1").fetchone()
+            total, tokens = averages(record[0] if record else None)
+            if not total:
+                return [], {}, 0.0
+            # Two subqueries: min and max together in one SELECT would scan the table.
+            first, last = db.execute(
+                "SELECT (SELECT min(seq) FROM memories), (SELECT max(seq) FROM memories)"
+            ).fetchone()
+            df = {}
+            for term in terms:
+                newest, lowest = db.execute(_PROBE, [match_expression([term])]).fetchone()
+                df[term] = estimate_df(newest, lowest, first or 0, last or 0)
+            plans = plan_terms(df, total)
+            values: Params = []
+            for plan in plans:
+                if plan.postings != 0:
+                    values += [plan.weight, match_expression([plan.term])]
+                    values += params if narrowed else []
+            if not values:
+                return [], {}, 0.0
+            candidates = candidate_query(plans, where if narrowed else None, wanted)
+            rows = db.execute(
+                "SELECT m.seq, m.id, m.content, m.metadata "
+                f"FROM ({candidates}) AS c JOIN memories AS m ON m.seq = c.id WHERE {where}",
+                [*values, wanted, *params],
+            ).fetchall()
+            return rows, {plan.term: plan.weight for plan in plans}, tokens / total
+
+        rows, weights, average_length = self._db.run(read)
+        scored = [(bm25(weights, row[2], average_length), row) for row in rows]
+        scored = sorted((item for item in scored if item[0] > 0), key=lambda i: (-i[0], -i[1][0]))
         return [
             MemoryEntry(
                 content=content,
                 metadata={**(_metadata(metadata) or {}), "_relevanceScore": score},
                 id=memory_id,
             )
-            for memory_id, content, metadata, score in self._db.run(read)
+            for score, (_, memory_id, content, metadata) in scored[:limit]
         ]
 
     def _update_blocking(

@@ -1,0 +1,1 @@
+"""Recall benchmarks that run on any memory store."""

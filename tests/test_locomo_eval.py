@@ -1,0 +1,126 @@
+"""``agentrecall eval locomo``: loading, evidence repair, metrics, and runs through the CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentrecall.cli.main import main
+from agentrecall.evaluation.locomo import load, parse_date, repair_evidence, score, summarize
+
+DEV_FILE = Path("/work/shared/data/locomo-dev.json")
+
+
+def _conversation(sample_id: str) -> dict[str, Any]:
+    return {
+        "sample_id": sample_id,
+        "conversation": {
+            "speaker_a": "Ana",
+            "speaker_b": "Bo",
+            "session_2_date_time": "9:05 am on 3 June, 2023",
+            "session_2": [
+                {"speaker": "Ana", "dia_id": "D2:1", "text": "The kayak trip was on the lake."},
+                {"speaker": "Bo", "dia_id": "D2:2", "text": "I adopted a puppy named Pepper."},
+            ],
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Ana", "dia_id": "D1:1", "text": "I started painting sunsets."},
+                {"speaker": "Bo", "dia_id": "D1:2", "text": "My violin lessons begin soon."},
+            ],
+        },
+        "qa": [
+            {
+                "question": "What did Ana paint?",
+                "answer": "sunsets",
+                "evidence": ["D1:1"],
+                "category": 4,
+            },
+            {
+                "question": "What is the puppy called?",
+                "evidence": ["D:2:02; D9:9"],
+                "adversarial_answer": "Rex",
+                "category": 5,
+            },
+            {"question": "Where was the kayak trip?", "evidence": ["D2:1", "D1:2"], "category": 1},
+            {"question": "No evidence left", "answer": "x", "evidence": ["D7:1"], "category": 2},
+        ],
+    }
+
+
+@pytest.fixture
+def locomo_file(tmp_path: Path) -> Path:
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps([_conversation("a"), _conversation("b")]), encoding="utf-8")
+    return path
+
+
+def test_load_orders_sessions_parses_dates_and_repairs_evidence(locomo_file: Path) -> None:
+    conversations = load(locomo_file)
+    first = conversations[0]
+    assert [t.dia_id for t in first.turns] == ["D1:1", "D1:2", "D2:1", "D2:2"]
+    assert first.turns[0].content() == "Ana: I started painting sunsets."
+    assert first.turns[0].metadata() == {
+        "dia_id": "D1:1",
+        "speaker": "Ana",
+        "session": 1,
+        "date": "2023-05-08T13:56:00",
+    }
+    assert [q.evidence for q in first.questions] == [("D1:1",), ("D2:2",), ("D2:1", "D1:2")]
+    assert parse_date("12:05 am on 1 January, 2024") == "2024-01-01T00:05:00"
+    known = frozenset({"D8:6", "D9:17", "D30:5"})
+    assert repair_evidence(["D8:6; D9:17", "D30:05", "D8:6", "D1:1"], known) == (
+        "D8:6",
+        "D9:17",
+        "D30:5",
+    )
+
+
+def test_metrics_of_one_question() -> None:
+    metrics = score(["x", "a", "y", "y", "b"], ["a", "b", "c"])
+    assert metrics["R@5"] == metrics["R@10"] == pytest.approx(2 / 3)
+    assert (metrics["hit@1"], metrics["hit@5"], metrics["MRR@10"]) == (0.0, 1.0, 0.5)
+    ideal = 1 + 1 / math.log2(3) + 1 / math.log2(4)
+    found = 1 / math.log2(3) + 1 / math.log2(5)  # the repeated "y" counts once: "b" is 4th
+    assert metrics["nDCG@10"] == pytest.approx(found / ideal)
+    assert score([], ["a"])["nDCG@10"] == 0.0
+    rows = summarize([(1, score(["a"], ["a"])), (5, score([], ["a"]))])
+    assert [(r.group, r.questions, r.means["R@10"]) for r in rows] == [
+        ("overall", 2, 0.5),
+        ("overall w/o adversarial", 1, 1.0),
+        ("1 multi-hop", 1, 1.0),
+        ("5 adversarial", 1, 0.0),
+    ]
+
+
+@pytest.mark.parametrize("store", ["json", "sqlite"])
+def test_eval_command_runs_on_each_store(
+    locomo_file: Path, store: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["eval", "locomo", str(locomo_file), "--store", store, "--json"]) == 0
+    rows = {row["group"]: row for row in json.loads(capsys.readouterr().out)}
+    assert rows["overall"]["questions"] == 6
+    assert rows["4 single-hop"]["R@10"] == 1.0 and rows["5 adversarial"]["hit@10"] == 1.0
+    assert main(["eval", "locomo", str(locomo_file), "--store", store]) == 0
+    assert "| overall | 6 |" in capsys.readouterr().out
+
+
+def test_eval_reports_a_file_that_is_not_locomo(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text('{"not": "a list"}', encoding="utf-8")
+    assert main(["eval", "locomo", str(path)]) == 1
+    assert "not a LoCoMo file" in capsys.readouterr().err
+    assert main(["eval", "locomo", str(tmp_path / "missing.json")]) == 1
+
+
+@pytest.mark.skipif(not DEV_FILE.exists(), reason="the LoCoMo dev file is not on this machine")
+def test_sqlite_store_recall_on_the_locomo_dev_file(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["eval", "locomo", str(DEV_FILE), "--store", "sqlite", "--json"]) == 0
+    overall = json.loads(capsys.readouterr().out)[0]
+    assert overall["group"] == "overall" and overall["questions"] == 495
+    assert overall["R@10"] >= 0.58
