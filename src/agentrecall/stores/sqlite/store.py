@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any, ClassVar, TypeVar
 
+from agentrecall._internal.checks import check_items, check_limit, seconds
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall._internal.ids import new_id
 from agentrecall._internal.jsonvalue import check_json_object
@@ -19,20 +20,12 @@ from agentrecall._internal.sqlite import Database
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.retrieval.filters import check_filter, to_sql
 from agentrecall.stores.base import Capability
-from agentrecall.stores.sqlite.query import (
-    CANDIDATES,
-    PROBE_POSTINGS,
-    Scope,
-    averages,
-    bm25,
-    candidate_query,
-    estimate_df,
-    match_expression,
-    plan_terms,
-    query_terms,
-    timestamp,
-)
+from agentrecall.stores.sqlite.query import Scope, query_terms, timestamp
+from agentrecall.stores.sqlite.rows import RECORD_COLUMNS as _RECORD_COLUMNS
+from agentrecall.stores.sqlite.rows import metadata as _metadata
+from agentrecall.stores.sqlite.rows import record as _record
 from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
+from agentrecall.stores.sqlite.search import ranked_search
 from agentrecall.types import AddResult, JsonObject, MemoryEntry, MemoryRecord, MemoryVersion
 
 T = TypeVar("T")
@@ -48,13 +41,7 @@ Versions = list[MemoryVersion]
 Params = list[object]
 Rows = list[Any]
 Strings = list[str]
-_RECORD_COLUMNS = "m.id, m.content, m.metadata, m.created_at, m.updated_at, m.expires_at"
 _KEY_CHUNK = 500  # bound parameters per IN (...) list, well under SQLite's limit
-# Counting the newest postings of a term, up to a bound, costs little whatever its frequency.
-_PROBE = (
-    "SELECT count(*), min(rowid) FROM (SELECT rowid FROM memories_fts "
-    f"WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT {PROBE_POSTINGS})"
-)
 
 
 class SQLiteStore:
@@ -118,7 +105,7 @@ class SQLiteStore:
         """
         if not isinstance(name, str) or not name.strip():
             raise InvalidArgumentError(f"name must be a non-blank string, got {name!r}")
-        _check_limit(max_search_results, "max_search_results")
+        check_limit(max_search_results, "max_search_results")
         if not isinstance(writable, bool):
             raise InvalidArgumentError(f"writable must be True or False, got {writable!r}")
         self.name = name
@@ -127,7 +114,7 @@ class SQLiteStore:
         self.max_search_results = max_search_results
         self.writable = writable
         self.extraction = extraction
-        self._ttl = _seconds(ttl, "ttl")
+        self._ttl = seconds(ttl, "ttl")
         if path is None:
             path = agentrecall_home() / "memory" / f"{sanitize_name(name)}.db"
         self._path = os.path.abspath(os.path.expanduser(os.fspath(path)))
@@ -231,7 +218,7 @@ class SQLiteStore:
             created_before: only memories created before this time.
         """
         requested = None if options is None else options.get("max_search_results")
-        _check_limit(requested, "max_search_results")
+        check_limit(requested, "max_search_results")
         if not isinstance(query, str):
             raise InvalidArgumentError(f"query must be a string, got {type(query).__name__}")
         limit = requested or self.max_search_results or DEFAULT_MAX_SEARCH_RESULTS
@@ -241,7 +228,7 @@ class SQLiteStore:
             return []
         narrowed = self._scope != Scope() or filter is not None
         narrowed = narrowed or created_after is not None or created_before is not None
-        return await self._offload(self._search_blocking, terms, limit, where, params, narrowed)
+        return await self._offload(ranked_search, self._db, terms, limit, where, params, narrowed)
 
     async def get(self, memory_id: str) -> MemoryRecord | None:
         """Return the memory with ``memory_id`` in this scope, or ``None``."""
@@ -304,7 +291,7 @@ class SQLiteStore:
         """Return memories oldest first, skipping ``offset`` and returning at most ``limit``."""
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise InvalidArgumentError(f"offset must be an integer of at least 0, got {offset!r}")
-        _check_limit(limit, "limit")
+        check_limit(limit, "limit")
         where, params = self._conditions(filter, created_after, created_before)
         rows = await self._read(
             f"SELECT {_RECORD_COLUMNS} FROM memories AS m WHERE {where} "
@@ -343,15 +330,9 @@ class SQLiteStore:
                 f"store '{self.name}' is read-only; create it with writable=True to change it"
             )
 
-    def _checked(self, items: Items) -> Items:
+    def _checked(self, items: Iterable[tuple[str, JsonObject | None]]) -> Items:
         self._check_writable()
-        for index, (content, metadata) in enumerate(items):
-            where = "" if len(items) == 1 else f" (item {index})"
-            if not isinstance(content, str) or not content.strip():
-                raise InvalidArgumentError(f"content{where} must be a non-blank string")
-            if metadata is not None:
-                check_json_object(metadata, f"metadata{where}")
-        return items
+        return check_items(items)
 
     def _expiry(
         self, ttl: float | timedelta | None, expires_at: datetime | str | None
@@ -360,10 +341,10 @@ class SQLiteStore:
             raise InvalidArgumentError("give ttl or expires_at, not both")
         if expires_at is not None:
             return timestamp(expires_at, "expires_at")
-        seconds = _seconds(ttl, "ttl") or self._ttl
-        if seconds is None:
+        lifetime = seconds(ttl, "ttl") or self._ttl
+        if lifetime is None:
             return None
-        return timestamp(datetime.now(timezone.utc) + timedelta(seconds=seconds), "ttl")
+        return timestamp(datetime.now(timezone.utc) + timedelta(seconds=lifetime), "ttl")
 
     def _conditions(
         self,
@@ -458,57 +439,6 @@ class SQLiteStore:
     async def _add(self, items: Items, expires_at: str | None) -> AddResults:
         return await self._offload(self._add_blocking, items, expires_at)
 
-    def _search_blocking(
-        self, terms: Strings, limit: int, where: str, params: Params, narrowed: bool
-    ) -> Entries:
-        """Pick candidates with the bounded plan of ``plan_terms``, then rank them by BM25.
-
-        Conditions other than expiry go inside the candidate query when ``narrowed``, so that a
-        small scope or a selective filter still finds its own memories among many others.
-        """
-        wanted = max(CANDIDATES, limit)
-
-        def read(db: sqlite3.Connection) -> tuple[Rows, dict[str, float], float]:
-            record = db.execute("SELECT block FROM memories_fts_data WHERE id = 1").fetchone()
-            total, tokens = averages(record[0] if record else None)
-            if not total:
-                return [], {}, 0.0
-            # Two subqueries: min and max together in one SELECT would scan the table.
-            first, last = db.execute(
-                "SELECT (SELECT min(seq) FROM memories), (SELECT max(seq) FROM memories)"
-            ).fetchone()
-            df = {}
-            for term in terms:
-                newest, lowest = db.execute(_PROBE, [match_expression([term])]).fetchone()
-                df[term] = estimate_df(newest, lowest, first or 0, last or 0)
-            plans = plan_terms(df, total)
-            values: Params = []
-            for plan in plans:
-                if plan.postings != 0:
-                    values += [plan.weight, match_expression([plan.term])]
-                    values += params if narrowed else []
-            if not values:
-                return [], {}, 0.0
-            candidates = candidate_query(plans, where if narrowed else None, wanted)
-            rows = db.execute(
-                "SELECT m.seq, m.id, m.content, m.metadata "
-                f"FROM ({candidates}) AS c JOIN memories AS m ON m.seq = c.id WHERE {where}",
-                [*values, wanted, *params],
-            ).fetchall()
-            return rows, {plan.term: plan.weight for plan in plans}, tokens / total
-
-        rows, weights, average_length = self._db.run(read)
-        scored = [(bm25(weights, row[2], average_length), row) for row in rows]
-        scored = sorted((item for item in scored if item[0] > 0), key=lambda i: (-i[0], -i[1][0]))
-        return [
-            MemoryEntry(
-                content=content,
-                metadata={**(_metadata(metadata) or {}), "_relevanceScore": score},
-                id=memory_id,
-            )
-            for score, (_, memory_id, content, metadata) in scored[:limit]
-        ]
-
     def _update_blocking(
         self,
         memory_id: str,
@@ -598,37 +528,3 @@ def _purge_expired(db: sqlite3.Connection, now: str) -> None:
     expired = "m.expires_at IS NOT NULL AND m.expires_at <= ?"
     _keep_versions(db, expired, [now], now, "expire", None)
     db.execute(f"DELETE FROM memories AS m WHERE {expired}", [now])
-
-
-def _metadata(encoded: str | None) -> JsonObject | None:
-    if encoded is None:
-        return None
-    value: JsonObject = json.loads(encoded)
-    return value
-
-
-def _record(row: Any) -> MemoryRecord:
-    return MemoryRecord(
-        id=row[0],
-        content=row[1],
-        metadata=_metadata(row[2]),
-        created_at=row[3],
-        updated_at=row[4],
-        expires_at=row[5],
-    )
-
-
-def _check_limit(value: object, argument: str) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidArgumentError(f"{argument} must be an integer of at least 1, got {value!r}")
-
-
-def _seconds(value: float | timedelta | None, argument: str) -> float | None:
-    if value is None:
-        return None
-    seconds = value.total_seconds() if isinstance(value, timedelta) else value
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
-        raise InvalidArgumentError(f"{argument} must be a positive duration, got {value!r}")
-    return float(seconds)
