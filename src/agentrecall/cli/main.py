@@ -1,4 +1,4 @@
-"""``agentrecall add|search|list|delete|eval``: each command is a few lines over the library."""
+"""``agentrecall add|search|list|delete|eval|migrate``: each command is a few lines."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 
 from agentrecall.errors import AgentRecallError
 from agentrecall.evaluation import locomo
+from agentrecall.migrate import ProgressBar, migrate_files, store_kind
 from agentrecall.stores.base import MemoryStore
 from agentrecall.stores.jsonfile import JsonFileStore
 from agentrecall.stores.sqlite import SQLiteStore
@@ -107,6 +108,27 @@ def _eval_locomo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _migrate(args: argparse.Namespace) -> int:
+    bar = ProgressBar(sys.stderr)
+    try:
+        result = asyncio.run(migrate_files(args.source, args.destination, progress=bar))
+    finally:
+        bar.close()
+    data = {"source": args.source, "destination": args.destination}
+    data.update(copied=result.copied, skipped=result.skipped)
+    text = f"copied {result.copied} memories to {args.destination} ({result.skipped} skipped)"
+    _emit(args, data, text)
+    return 0
+
+
+def _store_file(text: str) -> str:
+    try:
+        store_kind(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
+    return text
+
+
 def _metadata(pairs: Sequence[str]) -> JsonObject | None:
     """Turn ``KEY=VALUE`` pairs into metadata; a value that parses as JSON is kept as JSON."""
     if not pairs:
@@ -197,4 +219,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     recall.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
     recall.set_defaults(storeless=_eval_locomo)
+
+    migrate = commands.add_parser(
+        "migrate", help="copy every memory of one store file into another, keeping ids"
+    )
+    migrate.add_argument("source", type=_store_file, help="a .json, .db or .sqlite file")
+    migrate.add_argument("destination", type=_store_file, help="created when missing")
+    migrate.add_argument("--json", action="store_true", help="print JSON")
+    migrate.set_defaults(storeless=_migrate)
     return parser

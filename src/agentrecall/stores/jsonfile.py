@@ -12,6 +12,7 @@ from agentrecall._internal.checks import check_items, check_limit
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall._internal.ids import new_id
 from agentrecall._internal.jsoncopy import copy_json
+from agentrecall._internal.jsonvalue import check_json_object
 from agentrecall._internal.paths import agentrecall_home, sanitize_name
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.retrieval.tokenize import tokenize
@@ -190,6 +191,28 @@ class JsonFileStore:
             return []
         return await self._offload(self._write_blocking, _Adder(batch))
 
+    async def import_records(self, records: Iterable[MemoryRecord]) -> int:
+        """Store copies of memories, keeping their ids and ``created_at``; return how many were new.
+
+        One file write: every record is checked first, so a bad record stores nothing. A record
+        is skipped, and not counted, when its id is already in the file or earlier in the batch,
+        or when its stripped content equals a stored memory's or an earlier record's.
+        ``created_at`` may be any string, as the file format allows; ``updated_at`` and
+        ``expires_at`` have no place in the format and are dropped.
+
+        Raises:
+            InvalidArgumentError: the store is not writable; or a record has blank content, a
+                blank id, a ``created_at`` that is not a string, or metadata that is not a JSON
+                object (the message gives the record's index).
+            InvalidFileError: the file exists but cannot be parsed (it is left unchanged).
+            StorageError: the file cannot be read or written.
+        """
+        self._check_writable()
+        batch = [_checked_record(index, record) for index, record in enumerate(records)]
+        if not batch:
+            return 0
+        return await self._offload(self._write_blocking, _Importer(batch))
+
     async def get(self, memory_id: str) -> MemoryRecord | None:
         """Return the memory with ``memory_id``, or ``None``."""
         return await self._offload(self._get_blocking, memory_id)
@@ -294,6 +317,23 @@ class _Adder:
         return results, changed
 
 
+class _Importer:
+    """A change that appends copies of memories whose id and content are both new."""
+
+    def __init__(self, batch: Sequence[MemoryRecord]) -> None:
+        self.batch = batch
+
+    def __call__(self, current: RecordSet) -> tuple[int, bool]:
+        added = 0
+        for memory in self.batch:
+            taken = current.position_of(memory.id) is not None
+            if not taken and current.duplicate_of(memory.content) is None:
+                metadata = copy_json(memory.metadata)
+                current.append(new_record(memory.id, memory.content, memory.created_at, metadata))
+                added += 1
+        return added, added > 0
+
+
 class _Remover:
     """A change that drops every record whose id is in ``ids``."""
 
@@ -320,6 +360,22 @@ def _record(record: Record) -> MemoryRecord:
         created_at=record["createdAt"],
         metadata=copy_json(record.get("metadata")),
     )
+
+
+def _checked_record(index: int, record: MemoryRecord) -> MemoryRecord:
+    where = f"record {index}"
+    if not isinstance(record, MemoryRecord):
+        raise InvalidArgumentError(f"{where} must be a MemoryRecord, got {record!r}")
+    if not isinstance(record.id, str) or not record.id.strip():
+        raise InvalidArgumentError(f"{where}: id must be a non-blank string")
+    where = f"{where} ({record.id})"
+    if not isinstance(record.content, str) or not record.content.strip():
+        raise InvalidArgumentError(f"{where}: content must be a non-blank string")
+    if not isinstance(record.created_at, str):
+        raise InvalidArgumentError(f"{where}: created_at must be a string")
+    if record.metadata is not None:
+        check_json_object(record.metadata, f"{where}: metadata")
+    return record
 
 
 def _check_path(path: str | os.PathLike[str] | None) -> str | None:

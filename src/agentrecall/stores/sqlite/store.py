@@ -6,6 +6,7 @@ import asyncio
 import copy
 import json
 import os
+import re
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta, timezone
@@ -41,7 +42,11 @@ Versions = list[MemoryVersion]
 Params = list[object]
 Rows = list[Any]
 Strings = list[str]
+ImportRow = tuple[str | None, ...]
+ImportRows = list[ImportRow]
 _KEY_CHUNK = 500  # bound parameters per IN (...) list, well under SQLite's limit
+# Time filters and expiry compare these strings, so only the stored shape sorts correctly.
+_STORED_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 
 
 class SQLiteStore:
@@ -199,6 +204,24 @@ class SQLiteStore:
         checked = self._checked(list(items))
         return await self._add(checked, self._expiry(ttl, None)) if checked else []
 
+    async def import_records(self, records: Iterable[MemoryRecord]) -> int:
+        """Store copies of memories, keeping their ids and timestamps; return how many were new.
+
+        One transaction: every record is checked first, so a bad record stores nothing. The
+        records join this view's scope. A record is skipped, and not counted, when its id is
+        already in the database (in any scope), when its stripped content equals a memory of
+        this scope or an earlier record of the batch, or when it has already expired.
+        ``updated_at`` and ``expires_at`` are kept when present.
+
+        Raises:
+            InvalidArgumentError: the store is not writable; or a record has blank content, a
+                blank id, metadata that is not a JSON object, or a timestamp not in the stored
+                shape ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (the message gives the record's index).
+        """
+        self._check_writable()
+        rows = [self._import_row(index, record) for index, record in enumerate(records)]
+        return await self._offload(self._import_blocking, rows) if rows else 0
+
     async def search(
         self,
         query: str,
@@ -334,6 +357,41 @@ class SQLiteStore:
         self._check_writable()
         return check_items(items)
 
+    def _import_row(self, index: int, record: MemoryRecord) -> ImportRow:
+        where = f"record {index}"
+        if not isinstance(record, MemoryRecord):
+            raise InvalidArgumentError(f"{where} must be a MemoryRecord, got {record!r}")
+        if not isinstance(record.id, str) or not record.id.strip():
+            raise InvalidArgumentError(f"{where}: id must be a non-blank string")
+        if not isinstance(record.content, str) or not record.content.strip():
+            raise InvalidArgumentError(f"{where} ({record.id}): content must be a non-blank string")
+        if record.metadata is not None:
+            check_json_object(record.metadata, f"{where} ({record.id}): metadata")
+        for field in ("created_at", "updated_at", "expires_at"):
+            value = getattr(record, field)
+            if (value is not None or field == "created_at") and not (
+                isinstance(value, str) and _STORED_TIME.fullmatch(value)
+            ):
+                raise InvalidArgumentError(
+                    f"{where} ({record.id}): {field} must look like 2025-01-31T09:30:00.000Z, "
+                    f"got {value!r}"
+                )
+        ids = self._scope.columns()
+        metadata = record.metadata
+        return (
+            record.id,
+            self._scope.key(),
+            ids["user_id"],
+            ids["agent_id"],
+            ids["session_id"],
+            record.content,
+            record.content.strip(),
+            None if metadata is None else json.dumps(metadata, ensure_ascii=False),
+            record.created_at,
+            record.updated_at,
+            record.expires_at,
+        )
+
     def _expiry(
         self, ttl: float | timedelta | None, expires_at: datetime | str | None
     ) -> str | None:
@@ -433,6 +491,30 @@ class SQLiteStore:
                     ).fetchall()
                 )
             return [AddResult(id=found[row[6]]) for row in rows]
+
+        return self._db.run(write, write=True)
+
+    def _import_blocking(self, rows: ImportRows) -> int:
+        now = utc_timestamp()
+        live = [row for row in rows if row[10] is None or row[10] > now]
+
+        def write(db: sqlite3.Connection) -> int:
+            _purge_expired(db, now)
+            last = db.execute("SELECT max(seq) FROM memories").fetchone()[0] or 0
+            # No conflict target: a taken id and a duplicate content both skip the row.
+            db.executemany(
+                "INSERT INTO memories (id, scope, user_id, agent_id, session_id, content, "
+                "content_key, metadata, created_at, updated_at, expires_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                live,
+            )
+            added: int = db.execute(
+                "INSERT INTO memories_fts (rowid, content) "
+                "SELECT seq, content FROM memories WHERE seq > ?",
+                (last,),
+            ).rowcount
+            db.execute("UPDATE memory_stats SET value = value + ? WHERE key = 'rows'", (added,))
+            return added
 
         return self._db.run(write, write=True)
 
