@@ -27,6 +27,7 @@ from agentrecall.stores.sqlite.rows import metadata as _metadata
 from agentrecall.stores.sqlite.rows import record as _record
 from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
 from agentrecall.stores.sqlite.search import ranked_search
+from agentrecall.stores.sqlite.writes import insert_rows, keep_versions, purge_expired
 from agentrecall.types import AddResult, JsonObject, MemoryEntry, MemoryRecord, MemoryVersion
 
 T = TypeVar("T")
@@ -455,27 +456,14 @@ class SQLiteStore:
                     content.strip(),
                     encoded,
                     now,
+                    None,
                     expires_at,
                 )
             )
 
         def write(db: sqlite3.Connection) -> AddResults:
-            _purge_expired(db, now)
-            # Row ids only grow inside this write transaction: the new rows are those above.
-            last = db.execute("SELECT max(seq) FROM memories").fetchone()[0] or 0
-            db.executemany(
-                "INSERT INTO memories (id, scope, user_id, agent_id, session_id, content, "
-                "content_key, metadata, created_at, expires_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (scope, content_key) DO NOTHING",
-                rows,
-            )
-            added = db.execute(
-                "INSERT INTO memories_fts (rowid, content) "
-                "SELECT seq, content FROM memories WHERE seq > ?",
-                (last,),
-            ).rowcount
-            db.execute("UPDATE memory_stats SET value = value + ? WHERE key = 'rows'", (added,))
+            purge_expired(db, now)
+            added = insert_rows(db, rows, "ON CONFLICT (scope, content_key) DO NOTHING")
             if added == len(rows):  # no duplicate, in the batch or before it
                 return [AddResult(id=row[0]) for row in rows]
             keys = list(dict.fromkeys(row[6] for row in rows))
@@ -499,22 +487,9 @@ class SQLiteStore:
         live = [row for row in rows if row[10] is None or row[10] > now]
 
         def write(db: sqlite3.Connection) -> int:
-            _purge_expired(db, now)
-            last = db.execute("SELECT max(seq) FROM memories").fetchone()[0] or 0
+            purge_expired(db, now)
             # No conflict target: a taken id and a duplicate content both skip the row.
-            db.executemany(
-                "INSERT INTO memories (id, scope, user_id, agent_id, session_id, content, "
-                "content_key, metadata, created_at, updated_at, expires_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                live,
-            )
-            added: int = db.execute(
-                "INSERT INTO memories_fts (rowid, content) "
-                "SELECT seq, content FROM memories WHERE seq > ?",
-                (last,),
-            ).rowcount
-            db.execute("UPDATE memory_stats SET value = value + ? WHERE key = 'rows'", (added,))
-            return added
+            return insert_rows(db, live, "ON CONFLICT DO NOTHING")
 
         return self._db.run(write, write=True)
 
@@ -532,7 +507,7 @@ class SQLiteStore:
         where, params = self._scope.where("m")
 
         def write(db: sqlite3.Connection) -> MemoryRecord | None:
-            _purge_expired(db, now)
+            purge_expired(db, now)
             row = db.execute(
                 f"SELECT m.seq, m.content, m.metadata FROM memories AS m "
                 f"WHERE m.id = ? AND {where}",
@@ -540,7 +515,7 @@ class SQLiteStore:
             ).fetchone()
             if row is None:
                 return None
-            _keep_versions(db, "m.seq = ?", [row[0]], now, "update", reason)
+            keep_versions(db, "m.seq = ?", [row[0]], now, "update", reason)
             new_content = row[1] if content is None else content
             new_metadata = row[2] if metadata is None else json.dumps(metadata, ensure_ascii=False)
             try:
@@ -566,7 +541,7 @@ class SQLiteStore:
         where, params = self._scope.where("m")
 
         def write(db: sqlite3.Connection) -> int:
-            _purge_expired(db, now)
+            purge_expired(db, now)
             removed = 0
             chunks = (
                 [None]
@@ -578,35 +553,10 @@ class SQLiteStore:
                 if chunk is not None:
                     condition += f" AND m.id IN ({', '.join('?' * len(chunk))})"
                     values.extend(chunk)
-                _keep_versions(db, condition, values, now, change, reason)
+                keep_versions(db, condition, values, now, change, reason)
                 removed += db.execute(
                     f"DELETE FROM memories AS m WHERE {condition}", values
                 ).rowcount
             return removed
 
         return self._db.run(write, write=True)
-
-
-def _keep_versions(
-    db: sqlite3.Connection,
-    condition: str,
-    params: list[object],
-    now: str,
-    change: str,
-    reason: str | None,
-) -> None:
-    """Copy the memories matching ``condition`` (over alias ``m``) into the history."""
-    db.execute(
-        "INSERT INTO memory_history (id, user_id, agent_id, session_id, content, metadata, "
-        "changed_at, change, reason) "
-        "SELECT m.id, m.user_id, m.agent_id, m.session_id, m.content, m.metadata, ?, ?, ? "
-        f"FROM memories AS m WHERE {condition}",
-        [now, change, reason, *params],
-    )
-
-
-def _purge_expired(db: sqlite3.Connection, now: str) -> None:
-    """Move expired memories to the history; the partial index makes this cheap when none are."""
-    expired = "m.expires_at IS NOT NULL AND m.expires_at <= ?"
-    _keep_versions(db, expired, [now], now, "expire", None)
-    db.execute(f"DELETE FROM memories AS m WHERE {expired}", [now])
