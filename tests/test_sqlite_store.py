@@ -335,6 +335,7 @@ async def test_adds_keep_the_index_and_the_row_count_in_step(tmp_path: Path) -> 
         write=True,
     )
     store = SQLiteStore(path)
+    assert (await store.add("  an old walrus ")).id == "old"  # dedup survives the upgrades
     await store.add_many([("a walrus swims", None), ("a walrus swims", None), ("kelp", None)])
     first = await store.add("walrus dreams")
     await store.delete(first.id)

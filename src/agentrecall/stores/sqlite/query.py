@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -83,6 +84,17 @@ class Scope:
             for column, value in self.columns().items()
             if value is not None
         )
+
+
+def content_hash(content: str) -> bytes:
+    """Return the dedup key of ``content``: a 128-bit BLAKE2b digest of its stripped text.
+
+    Two memories of one scope are duplicates when their stripped contents are equal; indexing
+    16 bytes instead of the whole text keeps the index small and inserts fast. A collision
+    between different texts would need about 2**64 memories in one scope.
+    """
+    text = content.strip().encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(text, digest_size=16).digest()
 
 
 def fold(term: str) -> str:

@@ -1,8 +1,10 @@
 """The tables of ``SQLiteStore``, as append-only migrations (component ``"store"``).
 
 Migration N brings the store's tables from version N to N + 1; a released migration is never
-edited. ``memories.seq`` is the row id the full-text index points at; ``id`` is the public id.
-From migration 2 on, the store itself inserts the index rows and counts new rows.
+edited. Migrations may call ``agentrecall_content_hash(text)``, which the store registers on
+its connection (:func:`~agentrecall.stores.sqlite.query.content_hash`). ``memories.seq`` is
+the row id the full-text index points at; ``id`` is the public id. From migration 2 on, the
+store itself inserts the index rows and counts new rows.
 """
 
 from __future__ import annotations
@@ -69,5 +71,23 @@ MIGRATIONS = [
     # inserting the index rows in the same transaction (benchmarks/results/keyword-engines.md).
     """
     DROP TRIGGER memories_added;
+    """,
+    # Dedup on a 16-byte digest of the stripped content instead of a second copy of the text
+    # (half the file, faster inserts); scope indexes only hold rows that have that id, so
+    # unscoped memories cost them nothing; the unused vocabulary table goes.
+    """
+    ALTER TABLE memories ADD COLUMN content_hash BLOB;
+    UPDATE memories SET content_hash = agentrecall_content_hash(content);
+    DROP INDEX memories_dedup;
+    DROP INDEX memories_user;
+    DROP INDEX memories_agent;
+    DROP INDEX memories_session;
+    ALTER TABLE memories DROP COLUMN content_key;
+    CREATE UNIQUE INDEX memories_dedup ON memories (scope, content_hash);
+    CREATE INDEX memories_user ON memories (user_id, agent_id, session_id)
+        WHERE user_id IS NOT NULL;
+    CREATE INDEX memories_agent ON memories (agent_id, session_id) WHERE agent_id IS NOT NULL;
+    CREATE INDEX memories_session ON memories (session_id) WHERE session_id IS NOT NULL;
+    DROP TABLE memories_vocab;
     """,
 ]

@@ -21,7 +21,7 @@ from agentrecall._internal.sqlite import Database
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.retrieval.filters import check_filter, to_sql
 from agentrecall.stores.base import Capability
-from agentrecall.stores.sqlite.query import Scope, query_terms, timestamp
+from agentrecall.stores.sqlite.query import Scope, content_hash, query_terms, timestamp
 from agentrecall.stores.sqlite.rows import RECORD_COLUMNS as _RECORD_COLUMNS
 from agentrecall.stores.sqlite.rows import metadata as _metadata
 from agentrecall.stores.sqlite.rows import record as _record
@@ -43,7 +43,7 @@ Versions = list[MemoryVersion]
 Params = list[object]
 Rows = list[Any]
 Strings = list[str]
-ImportRow = tuple[str | None, ...]
+ImportRow = tuple[str | bytes | None, ...]
 ImportRows = list[ImportRow]
 _KEY_CHUNK = 500  # bound parameters per IN (...) list, well under SQLite's limit
 # Time filters and expiry compare these strings, so only the stored shape sorts correctly.
@@ -130,6 +130,7 @@ class SQLiteStore:
             migrations=MIGRATIONS,
             what="memory database",
             busy_timeout=busy_timeout,
+            functions={"agentrecall_content_hash": content_hash},
         )
         self._scope = Scope()
 
@@ -386,7 +387,7 @@ class SQLiteStore:
             ids["agent_id"],
             ids["session_id"],
             record.content,
-            record.content.strip(),
+            content_hash(record.content),
             None if metadata is None else json.dumps(metadata, ensure_ascii=False),
             record.created_at,
             record.updated_at,
@@ -453,7 +454,7 @@ class SQLiteStore:
                     ids["agent_id"],
                     ids["session_id"],
                     content,
-                    content.strip(),
+                    content_hash(content),
                     encoded,
                     now,
                     None,
@@ -463,18 +464,18 @@ class SQLiteStore:
 
         def write(db: sqlite3.Connection) -> AddResults:
             purge_expired(db, now)
-            added = insert_rows(db, rows, "ON CONFLICT (scope, content_key) DO NOTHING")
+            added = insert_rows(db, rows, "ON CONFLICT (scope, content_hash) DO NOTHING")
             if added == len(rows):  # no duplicate, in the batch or before it
                 return [AddResult(id=row[0]) for row in rows]
             keys = list(dict.fromkeys(row[6] for row in rows))
-            found: dict[str, str] = {}
+            found: dict[bytes, str] = {}
             for start in range(0, len(keys), _KEY_CHUNK):
                 chunk = keys[start : start + _KEY_CHUNK]
                 marks = ", ".join("?" * len(chunk))
                 found.update(
                     db.execute(
-                        "SELECT content_key, id FROM memories "
-                        f"WHERE scope = ? AND content_key IN ({marks})",
+                        "SELECT content_hash, id FROM memories "
+                        f"WHERE scope = ? AND content_hash IN ({marks})",
                         [key, *chunk],
                     ).fetchall()
                 )
@@ -484,7 +485,7 @@ class SQLiteStore:
 
     def _import_blocking(self, rows: ImportRows) -> int:
         now = utc_timestamp()
-        live = [row for row in rows if row[10] is None or row[10] > now]
+        live = [row for row in rows if not isinstance(row[10], str) or row[10] > now]
 
         def write(db: sqlite3.Connection) -> int:
             purge_expired(db, now)
@@ -520,9 +521,9 @@ class SQLiteStore:
             new_metadata = row[2] if metadata is None else json.dumps(metadata, ensure_ascii=False)
             try:
                 db.execute(
-                    "UPDATE memories SET content = ?, content_key = ?, metadata = ?, "
+                    "UPDATE memories SET content = ?, content_hash = ?, metadata = ?, "
                     "updated_at = ? WHERE seq = ?",
-                    (new_content, new_content.strip(), new_metadata, now, row[0]),
+                    (new_content, content_hash(new_content), new_metadata, now, row[0]),
                 )
             except sqlite3.IntegrityError as error:
                 raise InvalidArgumentError(

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 _INSERT = (
-    "INSERT INTO memories (id, scope, user_id, agent_id, session_id, content, content_key, "
+    "INSERT INTO memories (id, scope, user_id, agent_id, session_id, content, content_hash, "
     "metadata, created_at, updated_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
 )
 
