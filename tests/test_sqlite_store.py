@@ -345,3 +345,12 @@ async def test_adds_keep_the_index_and_the_row_count_in_step(tmp_path: Path) -> 
         rows = db.execute("SELECT value FROM memory_stats WHERE key = 'rows'").fetchone()[0]
         assert rows == db.execute("SELECT count(*) FROM memories").fetchone()[0] == 3
     await store.aclose()
+
+
+async def test_new_ids_are_time_ordered_uuids(store: SQLiteStore) -> None:
+    import uuid
+
+    first = (await store.add("first fact")).id
+    await asyncio.sleep(0.002)
+    second = (await store.add("second fact")).id
+    assert uuid.UUID(first).version == 7 and first < second

@@ -14,7 +14,7 @@ from typing import Any, ClassVar, TypeVar
 
 from agentrecall._internal.checks import check_items, check_limit, seconds
 from agentrecall._internal.clock import utc_timestamp
-from agentrecall._internal.ids import new_id
+from agentrecall._internal.ids import new_time_ordered_id
 from agentrecall._internal.jsonvalue import check_json_object
 from agentrecall._internal.paths import agentrecall_home, sanitize_name
 from agentrecall._internal.sqlite import Database
@@ -448,7 +448,7 @@ class SQLiteStore:
             encoded = None if metadata is None else json.dumps(metadata, ensure_ascii=False)
             rows.append(
                 (
-                    new_id(),
+                    new_time_ordered_id(),
                     key,
                     ids["user_id"],
                     ids["agent_id"],
