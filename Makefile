@@ -37,6 +37,7 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_jsonfile.py
 	$(BIN)/python benchmarks/bench_buffer.py
 	$(BIN)/python benchmarks/bench_manager.py
+	$(BIN)/python benchmarks/bench_sqlite.py
 
 clean:
 	rm -rf $(VENV) .demo

@@ -1,0 +1,317 @@
+"""Benchmark: ``SQLiteStore`` at 10k, 100k and 1M memories, with the JSON stores beside it at 10k.
+
+What is measured, per size, each in its own fresh temp database:
+
+* bulk import: entries per second importing the corpus with ``add_many``, :data:`BATCH`
+  entries per call (one transaction each); only the time inside ``add_many`` counts, not the
+  corpus generation;
+* one durable ``add``: median and p99 of :data:`ADDS` single adds of new memories right after
+  the import (after :data:`ADD_WARMUP` warm-up adds);
+* search: median and p99 of :data:`QUERIES` questions, top 10, after :data:`QUERY_WARMUP`
+  warm-up questions, run in a fresh child process (``sys.executable``) that opens the
+  database, so that its peak RSS (``ru_maxrss``) is that of a process that only searches;
+* at 10k only, in the same run: agentrecall ``JsonFileStore`` and Strands' reference
+  ``TestMemoryStore`` on a JSON file written directly in the shared format, median ``add``
+  (:data:`JSON_ADDS` samples) and median search over the same questions.
+
+Data: :mod:`corpus` (LoCoMo dev turns spread among generated English-like filler; queries are
+the LoCoMo dev questions). LoCoMo: Maharana, Lee, Tulyakov, Bansal, Barbieri, Fang, "Evaluating
+Very Long-Term Conversational Memory of LLM Agents", ACL 2024, arXiv 2402.17753, CC BY-NC 4.0.
+
+Each timed call is one ``await`` timed alone with ``time.perf_counter`` (so it includes the
+store's hop to a worker thread). The machine is shared and noisy: read medians.
+
+Run: ``.venv/bin/python benchmarks/bench_sqlite.py [--sizes 10000,100000,1000000]``. Writes
+``benchmarks/results/sqlite.md`` and prints the same table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import itertools
+import json
+import math
+import os
+import platform
+import random
+import resource
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from corpus import SIZES, corpus, query_sample
+from strands.vended_memory_stores import TestMemoryStore
+
+from agentrecall import JsonFileStore, SQLiteStore
+
+RESULTS = Path(__file__).resolve().parent / "results" / "sqlite.md"
+BATCH = 5_000
+ADDS, ADD_WARMUP = 200, 5
+JSON_ADDS = 50
+QUERIES, QUERY_WARMUP = 200, 20
+OPTIONS = {"max_search_results": 10}
+IMPORT_TARGET = 30_000  # entries/s
+ADD_TARGET_MS = 1.0  # median
+FLAT = 2.0  # "flat": median add at the largest size at most this times the smallest's
+SEARCH_TARGET_MS = (20.0, 100.0)  # median, p99 at 1M
+RSS_TARGET_MB = 300.0
+
+Item = tuple[str, dict[str, Any]]
+
+
+def pct(values: list[float], q: float) -> float:
+    """Return the nearest-rank ``q`` percentile."""
+    ordered = sorted(values)
+    return ordered[max(math.ceil(q / 100 * len(ordered)) - 1, 0)]
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.3f}" if seconds < 0.01 else f"{seconds * 1000:.1f}"
+
+
+async def bulk_import(store: Any, items: Iterator[Item], size: int) -> float:
+    """Import ``size`` items in batches; return the seconds spent inside ``add_many``."""
+    spent = 0.0
+    for start in range(0, size, BATCH):
+        batch = list(itertools.islice(items, min(BATCH, size - start)))
+        began = time.perf_counter()
+        await store.add_many(batch)
+        spent += time.perf_counter() - began
+    return spent
+
+
+async def time_adds(store: Any, items: list[Item], warmup: int) -> list[float]:
+    """Add each item alone; return the timings after the warm-up ones (seconds)."""
+    timings = []
+    for content, metadata in items:
+        began = time.perf_counter()
+        await store.add(content, metadata)
+        timings.append(time.perf_counter() - began)
+    return timings[warmup:]
+
+
+async def time_searches(store: Any, questions: list[str], warmup: list[str]) -> list[float]:
+    """Run the warm-up questions, then time each question alone (seconds)."""
+    for question in warmup:
+        await store.search(question, OPTIONS)
+    timings = []
+    for question in questions:
+        began = time.perf_counter()
+        await store.search(question, OPTIONS)
+        timings.append(time.perf_counter() - began)
+    return timings
+
+
+def search_child(path: str) -> None:
+    """Child process: search the database with the questions on stdin; print timings, RSS."""
+    job = json.load(sys.stdin)
+
+    async def run() -> list[float]:
+        store = SQLiteStore(path)
+        try:
+            return await time_searches(store, job["questions"], job["warmup"])
+        finally:
+            await store.aclose()
+
+    timings = asyncio.run(run())
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    json.dump({"timings": timings, "peak_mb": peak_mb}, sys.stdout)
+
+
+def bench_sqlite(size: int, questions: list[str], warmup: list[str]) -> dict[str, Any]:
+    """Import, add and search at one size in a fresh temp database."""
+    items = corpus(size + ADD_WARMUP + ADDS)
+    with tempfile.TemporaryDirectory(prefix=f"bench-sqlite-{size}-") as tmp:
+        path = os.path.join(tmp, "memory.db")
+
+        async def write() -> tuple[float, list[float]]:
+            store = SQLiteStore(path)
+            try:
+                spent = await bulk_import(store, items, size)
+                return spent, await time_adds(store, list(items), ADD_WARMUP)
+            finally:
+                await store.aclose()
+
+        spent, adds = asyncio.run(write())
+        child = subprocess.run(
+            [sys.executable, __file__, "--search-child", path],
+            input=json.dumps({"questions": questions, "warmup": warmup}),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        found = json.loads(child.stdout)
+        megabytes = os.path.getsize(path) / 1e6
+    return {
+        "store": "SQLiteStore",
+        "size": size,
+        "rate": size / spent,
+        "adds": adds,
+        "searches": found["timings"],
+        "peak_mb": found["peak_mb"],
+        "file_mb": megabytes,
+    }
+
+
+def write_json_file(path: Path, items: list[Item]) -> None:
+    """Write ``items`` as a memory file in the shared format, one millisecond apart."""
+    rng = random.Random(7)
+    start = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    records = [
+        {
+            "id": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+            "content": content,
+            "createdAt": f"{start + dt.timedelta(milliseconds=i):%Y-%m-%dT%H:%M:%S.}"
+            f"{i % 1000:03d}Z",
+            "metadata": metadata,
+        }
+        for i, (content, metadata) in enumerate(items)
+    ]
+    path.write_text(json.dumps(records, indent=2, ensure_ascii=False), encoding="utf-8")
+
+
+def bench_json_stores(size: int, questions: list[str], warmup: list[str]) -> list[dict[str, Any]]:
+    """Median add and search of the two JSON stores on a ``size``-entry file."""
+    everything = list(corpus(size + ADD_WARMUP + JSON_ADDS))
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-json-") as tmp:
+        source = Path(tmp) / "start.json"
+        write_json_file(source, everything[:size])
+        for label, store_class in (
+            ("JsonFileStore", JsonFileStore),
+            ("TestMemoryStore", TestMemoryStore),
+        ):
+            timings = {}
+            for op in ("add", "search"):
+                copy = Path(tmp) / f"{label}-{op}.json"
+                copy.write_bytes(source.read_bytes())
+                store = store_class(name="bench", path=str(copy))
+                if op == "add":
+                    job = time_adds(store, everything[size:], ADD_WARMUP)
+                else:
+                    job = time_searches(store, questions, warmup)
+                timings[op] = asyncio.run(job)
+            rows.append(
+                {
+                    "store": label,
+                    "size": size,
+                    "adds": timings["add"],
+                    "searches": timings["search"],
+                }
+            )
+    return rows
+
+
+def verdicts(rows: list[dict[str, Any]]) -> list[str]:
+    """Return one line per target: what was measured, and met or NOT met."""
+    ours = [r for r in rows if r["store"] == "SQLiteStore"]
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "**NOT met**"
+
+    lines = []
+    worst = min(ours, key=lambda r: r["rate"])
+    lines.append(
+        f"* Bulk import ≥ {IMPORT_TARGET:,}/s at every size: slowest {worst['rate']:,.0f}/s "
+        f"at {worst['size']:,}: {verdict(worst['rate'] >= IMPORT_TARGET)}."
+    )
+    medians = {r["size"]: statistics.median(r["adds"]) for r in ours}
+    slowest = max(medians.values())
+    lines.append(
+        f"* Durable add median < {ADD_TARGET_MS:g} ms at every size: slowest {ms(slowest)} ms: "
+        f"{verdict(slowest * 1000 < ADD_TARGET_MS)}."
+    )
+    small, large = medians[min(medians)], medians[max(medians)]
+    if len(medians) > 1:
+        lines.append(
+            f"* Add flat (median at {max(medians):,} ≤ {FLAT:g}× median at {min(medians):,}): "
+            f"{large / small:.2f}×: {verdict(large <= FLAT * small)}."
+        )
+    million = [r for r in ours if r["size"] == 1_000_000]
+    if not million:
+        lines.append("* Search and peak RSS at 1,000,000: not measured in this run.")
+        return lines
+    top = million[0]
+    median, p99 = statistics.median(top["searches"]), pct(top["searches"], 99)
+    lines.append(
+        f"* Search at 1M median < {SEARCH_TARGET_MS[0]:g} ms: {ms(median)} ms: "
+        f"{verdict(median * 1000 < SEARCH_TARGET_MS[0])}; p99 < {SEARCH_TARGET_MS[1]:g} ms: "
+        f"{ms(p99)} ms: {verdict(p99 * 1000 < SEARCH_TARGET_MS[1])}."
+    )
+    lines.append(
+        f"* Peak RSS of the searching process at 1M < {RSS_TARGET_MB:g} MB: "
+        f"{top['peak_mb']:.0f} MB: {verdict(top['peak_mb'] < RSS_TARGET_MB)}."
+    )
+    return lines
+
+
+def render(rows: list[dict[str, Any]], elapsed: float, load: tuple[float, ...]) -> str:
+    """Return the Markdown report."""
+    lines = [
+        "# SQLiteStore: import, durable add and search at scale",
+        "",
+        f"* Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC; run took {elapsed:.0f} s.",
+        f"* Machine: nproc {os.cpu_count()}, Python {platform.python_version()}, SQLite "
+        f"{sqlite3.sqlite_version}, {platform.system()} {platform.machine()}; load average "
+        f"{load[0]:.2f} at start, {os.getloadavg()[0]:.2f} at end (shared, noisy machine).",
+        f"* Samples: import in `add_many` batches of {BATCH:,}; {ADDS} single adds after "
+        f"{ADD_WARMUP} warm-up ({JSON_ADDS} for the JSON stores); {QUERIES} LoCoMo questions "
+        f"after {QUERY_WARMUP} warm-up, top 10. SQLite searches run in a fresh child process "
+        "that opens the database (page cache warm from the import); peak RSS is its `ru_maxrss`.",
+        "* Data: `benchmarks/corpus.py`, LoCoMo dev turns among English-like filler; queries are "
+        "LoCoMo dev questions (Maharana et al., ACL 2024, arXiv 2402.17753, CC BY-NC 4.0).",
+        "",
+        "| store | entries | import /s | add median ms | add p99 ms | search median ms "
+        "| search p99 ms | peak RSS MB | file MB |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        rate = f"{r['rate']:,.0f}" if "rate" in r else "–"
+        rss = f"{r['peak_mb']:.0f}" if "peak_mb" in r else "–"
+        size_mb = f"{r['file_mb']:.0f}" if "file_mb" in r else "–"
+        lines.append(
+            f"| {r['store']} | {r['size']:,} | {rate} | {ms(statistics.median(r['adds']))} "
+            f"| {ms(pct(r['adds'], 99))} | {ms(statistics.median(r['searches']))} "
+            f"| {ms(pct(r['searches'], 99))} | {rss} | {size_mb} |"
+        )
+    lines += ["", "Targets (issue #5, Speed and scale):", "", *verdicts(rows)]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--sizes", default=",".join(str(s) for s in SIZES))
+    parser.add_argument("--search-child", metavar="DB", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.search_child:
+        search_child(args.search_child)
+        return
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    began, load = time.perf_counter(), os.getloadavg()
+    questions, warmup = query_sample(QUERIES, QUERY_WARMUP)
+    rows = []
+    for size in sizes:
+        rows.append(bench_sqlite(size, questions, warmup))
+        print(
+            f"... SQLiteStore {size:,} done ({time.perf_counter() - began:.0f} s)", file=sys.stderr
+        )
+        if size == 10_000:
+            rows += bench_json_stores(size, questions, warmup)
+            print(f"... JSON stores done ({time.perf_counter() - began:.0f} s)", file=sys.stderr)
+    report = render(rows, time.perf_counter() - began, load)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(report, encoding="utf-8")
+    print(report)
+
+
+if __name__ == "__main__":
+    main()
