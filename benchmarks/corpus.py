@@ -14,8 +14,9 @@ What it builds:
   :data:`SIZES`.
 * :func:`questions` are the queries: the file's ``qa[].question`` strings; :func:`query_sample`
   picks evenly spaced ones to time and others to warm up with.
-* :func:`recall_task` is the recall benchmark of the data README: per conversation, the turns
-  in order and the QA items with their evidence ids repaired.
+* :func:`recall_task` is the recall benchmark of the data README, read by
+  :mod:`agentrecall.evaluation.locomo`: per conversation, the turns in order and the questions
+  with their evidence ids repaired.
 
 The filler ("natural word frequencies, stop words included"):
 
@@ -62,7 +63,6 @@ from __future__ import annotations
 
 import argparse
 import bisect
-import datetime as dt
 import itertools
 import json
 import math
@@ -72,11 +72,11 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from agentrecall.evaluation.locomo import Conversation, Turn, load
 from agentrecall.retrieval.tokenize import STOP_WORDS
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev.json"
@@ -89,70 +89,9 @@ MIN_WORDS = 8
 """Fewest words in one filler entry."""
 
 _WORD = re.compile(r"\w+")
-_SESSION = re.compile(r"session_(\d+)")
-_WHEN = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})", re.I)
-_EVIDENCE = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
-_MONTHS = {
-    name: number
-    for number, name in enumerate(
-        (
-            "january february march april may june july august september october november december"
-        ).split(),
-        start=1,
-    )
-}
 _ONSETS = "b d f g k l m n p r s t v z br dr gr kr pl st tr ch sh th".split()
 _VOWELS = "a e i o u ai ea io ou".split()
 _CODAS = ["", "", "", "n", "r", "s", "l", "t", "m", "x"]
-
-
-@dataclass(frozen=True, slots=True)
-class Turn:
-    """One dialogue turn of a LoCoMo conversation."""
-
-    conversation: str
-    dia_id: str
-    speaker: str
-    session: int
-    date: str
-    """The session's date and time, ISO 8601 without a time zone (the file gives none)."""
-    text: str
-
-    @property
-    def content(self) -> str:
-        """The memory text: ``"<speaker>: <text>"``."""
-        return f"{self.speaker}: {self.text}"
-
-    @property
-    def metadata(self) -> dict[str, Any]:
-        """The memory metadata: conversation, dia_id, speaker, session and date."""
-        return {
-            "conversation": self.conversation,
-            "dia_id": self.dia_id,
-            "speaker": self.speaker,
-            "session": self.session,
-            "date": self.date,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class QAItem:
-    """One question of the recall task, with the dia_ids of the turns that answer it."""
-
-    question: str
-    answer: str
-    category: int
-    """1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial."""
-    evidence: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Conversation:
-    """One conversation of the recall task: its turns in chronological order and its questions."""
-
-    sample_id: str
-    turns: tuple[Turn, ...]
-    qa: tuple[QAItem, ...]
 
 
 @lru_cache(maxsize=4)
@@ -161,45 +100,19 @@ def _load(path: Path) -> list[dict[str, Any]]:
     return data
 
 
-def parse_date(text: str) -> str:
-    """Return a LoCoMo session date such as ``"1:56 pm on 8 May, 2023"`` in ISO 8601.
+@lru_cache(maxsize=4)
+def recall_task(path: Path = DATA) -> tuple[Conversation, ...]:
+    """Return the LoCoMo recall task as :mod:`agentrecall.evaluation.locomo` reads it.
 
-    Parsed without ``strptime`` so that the result does not depend on the locale.
-
-    Raises:
-        ValueError: ``text`` is not in that form.
+    Per conversation: the turns in chronological order and the questions with their evidence
+    ids repaired; questions left without evidence are skipped (495 of 497 on the dev file).
     """
-    match = _WHEN.fullmatch(text.strip())
-    if match is None or match[5].lower() not in _MONTHS:
-        raise ValueError(f"not a LoCoMo session date: {text!r}")
-    hour = int(match[1]) % 12 + (12 if match[3].lower() == "pm" else 0)
-    when = dt.datetime(int(match[6]), _MONTHS[match[5].lower()], int(match[4]), hour, int(match[2]))
-    return when.isoformat()
+    return tuple(load(path))
 
 
-def _conversation_turns(conversation: dict[str, Any]) -> list[Turn]:
-    talk = conversation["conversation"]
-    sessions = sorted(int(m[1]) for key in talk if (m := _SESSION.fullmatch(key)))
-    turns = []
-    for session in sessions:
-        date = parse_date(talk[f"session_{session}_date_time"])
-        for turn in talk[f"session_{session}"]:
-            turns.append(
-                Turn(
-                    conversation=conversation["sample_id"],
-                    dia_id=turn["dia_id"],
-                    speaker=turn["speaker"],
-                    session=session,
-                    date=date,
-                    text=turn["text"],
-                )
-            )
-    return turns
-
-
-def turns(path: Path = DATA) -> list[Turn]:
-    """Return every turn of the file: conversations in file order, each chronologically."""
-    return [turn for conv in _load(path) for turn in _conversation_turns(conv)]
+def turns(path: Path = DATA) -> list[tuple[str, Turn]]:
+    """Return ``(conversation id, turn)`` for every turn: file order, each chronologically."""
+    return [(conv.sample_id, turn) for conv in recall_task(path) for turn in conv.turns]
 
 
 def questions(path: Path = DATA) -> list[str]:
@@ -222,42 +135,6 @@ def query_sample(
     taken = set(chosen)
     rest = [q for i, q in enumerate(every) if i not in taken]
     return [every[i] for i in chosen], rest[:warmup]
-
-
-def repair_evidence(raw: Sequence[str], known: set[str] | frozenset[str]) -> tuple[str, ...]:
-    """Return the evidence dia_ids of one QA item, repaired, deduplicated, in order.
-
-    The file has malformed entries: two ids in one string (``"D8:6; D9:17"``), a stray colon
-    (``"D:11:26"``) and leading zeros (``"D30:05"``). Every ``D<session>:<turn>`` found in a
-    string is read with its numbers normalised; ids that name no turn of ``known`` are dropped.
-    """
-    found: list[str] = []
-    for entry in raw:
-        for session, number in _EVIDENCE.findall(entry):
-            dia_id = f"D{int(session)}:{int(number)}"
-            if dia_id in known and dia_id not in found:
-                found.append(dia_id)
-    return tuple(found)
-
-
-def recall_task(path: Path = DATA) -> list[Conversation]:
-    """Return the LoCoMo recall task: per conversation, its turns and its answerable QA items.
-
-    Questions left without evidence after :func:`repair_evidence` are skipped (495 of 497 remain
-    on the dev file). ``answer`` is the ``answer`` field, else ``adversarial_answer``, as text.
-    """
-    task = []
-    for conv in _load(path):
-        conv_turns = _conversation_turns(conv)
-        known = frozenset(turn.dia_id for turn in conv_turns)
-        items = []
-        for item in conv["qa"]:
-            evidence = repair_evidence(item.get("evidence", []), known)
-            if evidence:
-                answer = item.get("answer", item.get("adversarial_answer", ""))
-                items.append(QAItem(item["question"], str(answer), int(item["category"]), evidence))
-        task.append(Conversation(conv["sample_id"], tuple(conv_turns), tuple(items)))
-    return task
 
 
 def _pseudo_words(count: int, exclude: set[str], rng: random.Random) -> list[str]:
@@ -291,7 +168,7 @@ class _Vocabulary:
     def __init__(self, path: Path, tail_share: float, tail_words: int) -> None:
         counts: Counter[str] = Counter()
         self.lengths: list[int] = []
-        for turn in turns(path):
+        for _, turn in turns(path):
             tokens = _WORD.findall(turn.text.lower())
             counts.update(tokens)
             self.lengths.append(max(len(tokens), MIN_WORDS))
@@ -367,8 +244,9 @@ def corpus(size: int, *, seed: int = 0, path: Path = DATA) -> Iterator[tuple[str
     """Yield ``size`` distinct ``(content, metadata)`` memories: every turn plus filler.
 
     The turns keep their file order and are spread evenly: turn *j* of *T* sits at position
-    ``(2j + 1) * size // (2T)``. Turn metadata is :attr:`Turn.metadata` plus
-    ``"source": "locomo"``; filler metadata is ``{"source": "filler"}``.
+    ``(2j + 1) * size // (2T)``. Turn metadata is the turn's (dia_id, speaker, session, date)
+    plus ``"conversation"`` and ``"source": "locomo"``; filler metadata is
+    ``{"source": "filler"}``.
 
     Raises:
         ValueError: ``size`` is smaller than the number of turns (1,451 on the dev file).
@@ -376,14 +254,16 @@ def corpus(size: int, *, seed: int = 0, path: Path = DATA) -> Iterator[tuple[str
     all_turns = turns(path)
     if size < len(all_turns):
         raise ValueError(f"size {size} is smaller than the {len(all_turns)} turns")
-    slots = {(2 * j + 1) * size // (2 * len(all_turns)): turn for j, turn in enumerate(all_turns)}
+    slots = {(2 * j + 1) * size // (2 * len(all_turns)): item for j, item in enumerate(all_turns)}
     fill = filler(size - len(all_turns), seed=seed, path=path)
     for position in range(size):
-        turn = slots.get(position)
-        if turn is None:
+        item = slots.get(position)
+        if item is None:
             yield next(fill), {"source": "filler"}
         else:
-            yield turn.content, {"source": "locomo", **turn.metadata}
+            conversation, turn = item
+            metadata = {"source": "locomo", "conversation": conversation, **turn.metadata()}
+            yield turn.content(), metadata
 
 
 def _summary(size: int, seed: int) -> str:
@@ -403,7 +283,8 @@ def _summary(size: int, seed: int) -> str:
         f"{entries:,} entries generated in {elapsed:.1f} s, {chars / entries:.0f} characters "
         f"per entry\nwords in most of the first {sample:,} entries: {common}\n"
         f"recall task: {len(task)} conversations, {sum(len(c.turns) for c in task):,} turns, "
-        f"{sum(len(c.qa) for c in task)} questions with evidence; {len(questions())} queries"
+        f"{sum(len(c.questions) for c in task)} questions with evidence; "
+        f"{len(questions())} queries"
     )
 
 
