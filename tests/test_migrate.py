@@ -15,6 +15,7 @@ import pytest
 from agentrecall import InvalidArgumentError, InvalidFileError, JsonFileStore, SQLiteStore
 from agentrecall.cli.main import main
 from agentrecall.migrate import ProgressBar, migrate, migrate_files, render_bar
+from agentrecall.stores.sqlite.query import averages
 from agentrecall.types import MemoryRecord
 
 CREATED = "2024-05-01T10:00:00.000Z"
@@ -39,8 +40,9 @@ def _snapshot(records: list[MemoryRecord]) -> list[tuple[Any, ...]]:
 def _check_index(path: Path) -> None:
     with closing(sqlite3.connect(path)) as db:
         db.execute("INSERT INTO memories_fts (memories_fts) VALUES ('integrity-check')")
-        rows = db.execute("SELECT value FROM memory_stats WHERE key = 'rows'").fetchone()[0]
-        assert rows == db.execute("SELECT count(*) FROM memories").fetchone()[0]
+        block = db.execute("SELECT block FROM memories_fts_data WHERE id = 1").fetchone()[0]
+        indexed, _ = averages(block)
+        assert indexed == db.execute("SELECT count(*) FROM memories").fetchone()[0]
 
 
 async def test_json_to_sqlite_to_json_keeps_everything(tmp_path: Path) -> None:

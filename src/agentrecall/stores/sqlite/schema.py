@@ -4,7 +4,7 @@ Migration N brings the store's tables from version N to N + 1; a released migrat
 edited. Migrations may call ``agentrecall_content_hash(text)``, which the store registers on
 its connection (:func:`~agentrecall.stores.sqlite.query.content_hash`). ``memories.seq`` is
 the row id the full-text index points at; ``id`` is the public id. From migration 2 on, the
-store itself inserts the index rows and counts new rows.
+store itself inserts the index rows.
 """
 
 from __future__ import annotations
@@ -89,5 +89,15 @@ MIGRATIONS = [
     CREATE INDEX memories_agent ON memories (agent_id, session_id) WHERE agent_id IS NOT NULL;
     CREATE INDEX memories_session ON memories (session_id) WHERE session_id IS NOT NULL;
     DROP TABLE memories_vocab;
+    """,
+    # Search reads the number of memories from the full-text index's own averages record, so
+    # the row counter kept beside it is dropped, and deletes stop updating it.
+    """
+    DROP TRIGGER memories_removed;
+    CREATE TRIGGER memories_removed AFTER DELETE ON memories BEGIN
+        INSERT INTO memories_fts (memories_fts, rowid, content)
+            VALUES ('delete', old.seq, old.content);
+    END;
+    DROP TABLE memory_stats;
     """,
 ]

@@ -17,7 +17,7 @@ def insert_rows(db: sqlite3.Connection, rows: Sequence[Sequence[Any]], conflict:
 
     ``conflict`` is the ``ON CONFLICT`` clause that decides which rows are skipped. The new rows
     are fed to the full-text index explicitly rather than by a trigger (three to four times
-    faster in bulk), and the row counter the search statistics use is kept in step.
+    faster in bulk).
     """
     # Row ids only grow inside this write transaction: the new rows are those above ``last``.
     last = db.execute("SELECT max(seq) FROM memories").fetchone()[0] or 0
@@ -26,7 +26,6 @@ def insert_rows(db: sqlite3.Connection, rows: Sequence[Sequence[Any]], conflict:
         "INSERT INTO memories_fts (rowid, content) SELECT seq, content FROM memories WHERE seq > ?",
         (last,),
     ).rowcount
-    db.execute("UPDATE memory_stats SET value = value + ? WHERE key = 'rows'", (added,))
     return added
 
 
