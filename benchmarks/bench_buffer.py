@@ -40,7 +40,6 @@ import cProfile
 import datetime as dt
 import io
 import json
-import math
 import os
 import platform
 import pstats
@@ -55,6 +54,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from timing import percentile
 
 from agentrecall import BufferMemory, estimate_tokens
 
@@ -150,8 +151,7 @@ class Cell:
 
     @property
     def p95(self) -> float:
-        ordered = sorted(self.timings)
-        return ordered[math.ceil(0.95 * len(ordered)) - 1]
+        return percentile(self.timings, 95)
 
     @property
     def target(self) -> float | None:

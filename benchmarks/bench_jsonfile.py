@@ -32,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
-import math
 import os
 import platform
 import random
@@ -46,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from strands.vended_memory_stores import TestMemoryStore
+from timing import ms, percentile, time_adds
 
 from agentrecall import JsonFileStore
 
@@ -145,16 +145,6 @@ def open_store(kind: str, source: Path, workdir: Path) -> Any:
     return store_class(name="bench", path=str(target))
 
 
-async def time_adds(store: Any, items: list[tuple[str, dict[str, Any]]]) -> list[float]:
-    """Add every item; return the timings of all but the warm-up ones (seconds)."""
-    timings = []
-    for content, metadata in items:
-        start = time.perf_counter()
-        await store.add(content, metadata)
-        timings.append(time.perf_counter() - start)
-    return timings[ADD_WARMUP:]
-
-
 async def time_searches(
     store: Any, warmup: list[str], questions: list[str]
 ) -> tuple[list[float], list[list[tuple[str, Any]]]]:
@@ -169,16 +159,6 @@ async def time_searches(
         timings.append(time.perf_counter() - start)
         hits.append([(entry.content, entry.metadata["_relevanceScore"]) for entry in found])
     return timings, hits
-
-
-def p95(values: list[float]) -> float:
-    """Return the nearest-rank 95th percentile."""
-    ordered = sorted(values)
-    return ordered[math.ceil(0.95 * len(ordered)) - 1]
-
-
-def ms(seconds: float) -> str:
-    return f"{seconds * 1000:.3f}" if seconds < 0.01 else f"{seconds * 1000:.1f}"
 
 
 def main() -> None:
@@ -201,7 +181,7 @@ def main() -> None:
             hits: dict[str, list[list[tuple[str, Any]]]] = {}
             for kind in ("reference", "ours"):
                 store = open_store(kind, source, workdir)
-                cell[kind, "add"] = asyncio.run(time_adds(store, fresh))
+                cell[kind, "add"] = asyncio.run(time_adds(store, fresh, ADD_WARMUP))
             for kind in ("reference", "ours"):
                 store = open_store(kind, source, workdir)
                 cell[kind, "search"], hits[kind] = asyncio.run(
@@ -243,8 +223,9 @@ def render(rows: list[tuple[Any, ...]], elapsed: float) -> str:
     for size, op, ours, ref, speedup, agree in rows:
         same = "–" if agree is None else f"{agree}/{QUERIES}"
         lines.append(
-            f"| {size:,} | {op} | {ms(statistics.median(ours))} | {ms(p95(ours))} "
-            f"| {ms(statistics.median(ref))} | {ms(p95(ref))} | {speedup:.1f}x | {same} |"
+            f"| {size:,} | {op} | {ms(statistics.median(ours))} | {ms(percentile(ours, 95))} "
+            f"| {ms(statistics.median(ref))} | {ms(percentile(ref, 95))} "
+            f"| {speedup:.1f}x | {same} |"
         )
     lines += ["", f"Targets at {max(SIZES):,} entries:", ""]
     for size, op, _ours, _ref, speedup, _agree in rows:

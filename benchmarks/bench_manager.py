@@ -33,6 +33,7 @@ from corpus import corpus, query_sample
 from strands.memory import MemoryManager as ReferenceManager
 from strands.storage import local_file_storage
 from strands.vended_memory_stores import TestMemoryStore
+from timing import percentile
 
 from agentrecall import JsonFileStore, MemoryManager
 from agentrecall.storage.local import LocalFileStorage
@@ -72,11 +73,6 @@ async def timed(calls: list[Callable[[], Awaitable[Any]]], warmup: int) -> list[
         await call()
         samples.append((time.perf_counter() - started) * 1000)
     return samples
-
-
-def p95(samples: list[float]) -> float:
-    ordered = sorted(samples)
-    return ordered[max(0, round(0.95 * len(ordered)) - 1)]
 
 
 def write_file(path: Path) -> None:
@@ -170,12 +166,11 @@ def main() -> None:
         "| operation | median ms | p95 ms | file writes per call |",
         "|---|---:|---:|---:|",
     ]
-    for name, samples in injects:
-        lines.append(f"| {name} | {statistics.median(samples):.2f} | {p95(samples):.2f} | – |")
-    for name, samples, writes in adds:
-        lines.append(
-            f"| {name} | {statistics.median(samples):.2f} | {p95(samples):.2f} | {writes:g} |"
-        )
+    cells = [(name, samples, "–") for name, samples in injects]
+    cells += [(name, samples, f"{writes:g}") for name, samples, writes in adds]
+    for name, samples, writes_cell in cells:
+        median, p95 = statistics.median(samples), percentile(samples, 95)
+        lines.append(f"| {name} | {median:.2f} | {p95:.2f} | {writes_cell} |")
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))

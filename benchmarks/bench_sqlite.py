@@ -32,7 +32,6 @@ import asyncio
 import datetime as dt
 import itertools
 import json
-import math
 import os
 import platform
 import random
@@ -50,6 +49,7 @@ from typing import Any
 
 from corpus import SIZES, corpus, query_sample
 from strands.vended_memory_stores import TestMemoryStore
+from timing import ms, percentile, time_adds
 
 from agentrecall import JsonFileStore, SQLiteStore
 
@@ -68,16 +68,6 @@ RSS_TARGET_MB = 300.0
 Item = tuple[str, dict[str, Any]]
 
 
-def pct(values: list[float], q: float) -> float:
-    """Return the nearest-rank ``q`` percentile."""
-    ordered = sorted(values)
-    return ordered[max(math.ceil(q / 100 * len(ordered)) - 1, 0)]
-
-
-def ms(seconds: float) -> str:
-    return f"{seconds * 1000:.3f}" if seconds < 0.01 else f"{seconds * 1000:.1f}"
-
-
 async def bulk_import(store: Any, items: Iterator[Item], size: int) -> float:
     """Import ``size`` items in batches; return the seconds spent inside ``add_many``."""
     spent = 0.0
@@ -87,16 +77,6 @@ async def bulk_import(store: Any, items: Iterator[Item], size: int) -> float:
         await store.add_many(batch)
         spent += time.perf_counter() - began
     return spent
-
-
-async def time_adds(store: Any, items: list[Item], warmup: int) -> list[float]:
-    """Add each item alone; return the timings after the warm-up ones (seconds)."""
-    timings = []
-    for content, metadata in items:
-        began = time.perf_counter()
-        await store.add(content, metadata)
-        timings.append(time.perf_counter() - began)
-    return timings[warmup:]
 
 
 async def time_searches(store: Any, questions: list[str], warmup: list[str]) -> list[float]:
@@ -241,7 +221,7 @@ def verdicts(rows: list[dict[str, Any]]) -> list[str]:
         lines.append("* Search and peak RSS at 1,000,000: not measured in this run.")
         return lines
     top = million[0]
-    median, p99 = statistics.median(top["searches"]), pct(top["searches"], 99)
+    median, p99 = statistics.median(top["searches"]), percentile(top["searches"], 99)
     lines.append(
         f"* Search at 1M median < {SEARCH_TARGET_MS[0]:g} ms: {ms(median)} ms: "
         f"{verdict(median * 1000 < SEARCH_TARGET_MS[0])}; p99 < {SEARCH_TARGET_MS[1]:g} ms: "
@@ -280,8 +260,8 @@ def render(rows: list[dict[str, Any]], elapsed: float, load: tuple[float, ...]) 
         size_mb = f"{r['file_mb']:.0f}" if "file_mb" in r else "–"
         lines.append(
             f"| {r['store']} | {r['size']:,} | {rate} | {ms(statistics.median(r['adds']))} "
-            f"| {ms(pct(r['adds'], 99))} | {ms(statistics.median(r['searches']))} "
-            f"| {ms(pct(r['searches'], 99))} | {rss} | {size_mb} |"
+            f"| {ms(percentile(r['adds'], 99))} | {ms(statistics.median(r['searches']))} "
+            f"| {ms(percentile(r['searches'], 99))} | {rss} | {size_mb} |"
         )
     lines += ["", "Targets (issue #5, Speed and scale):", "", *verdicts(rows)]
     return "\n".join(lines) + "\n"

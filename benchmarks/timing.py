@@ -1,0 +1,31 @@
+"""Timing helpers shared by the benchmark scripts."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from typing import Any
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Return the nearest-rank ``q`` percentile (``q`` from 0 to 100) of ``values``."""
+    ordered = sorted(values)
+    return ordered[max(math.ceil(q / 100 * len(ordered)) - 1, 0)]
+
+
+def ms(seconds: float) -> str:
+    """Format seconds as milliseconds: three decimals below 10 ms, one above."""
+    return f"{seconds * 1000:.3f}" if seconds < 0.01 else f"{seconds * 1000:.1f}"
+
+
+async def time_adds(
+    store: Any, items: Sequence[tuple[str, dict[str, Any] | None]], warmup: int
+) -> list[float]:
+    """Add each item alone; return the timings (seconds) of all but the first ``warmup``."""
+    timings = []
+    for content, metadata in items:
+        began = time.perf_counter()
+        await store.add(content, metadata)
+        timings.append(time.perf_counter() - began)
+    return timings[warmup:]
