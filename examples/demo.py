@@ -1,9 +1,10 @@
 """Memory that survives a restart: one process remembers, fresh processes recall.
 
 Run with ``make demo``. Everything lives under ``.demo/`` (recreated each run): long-term facts
-in a JsonFileStore, and a conversation in a BufferMemory persisted to SQLite. The third process
-runs an agent turn through a MemoryManager with a scripted model (no network): memories are
-folded into the model's input, and a new fact is extracted from the conversation.
+in an SQLiteStore (the store the command line uses by default), and a conversation in a
+BufferMemory persisted to SQLite. The third process runs an agent turn through a MemoryManager
+with a scripted model (no network): memories are folded into the model's input, and a new fact
+is extracted from the conversation into the same database.
 """
 
 from __future__ import annotations
@@ -20,13 +21,13 @@ from agentrecall import (
     BufferMemory,
     ExtractionConfig,
     InvocationTrigger,
-    JsonFileStore,
     MemoryManager,
+    SQLiteStore,
 )
 from agentrecall.testing import ModelCall, ScriptedChatModel
 
 DEMO_DIR = Path(__file__).resolve().parent.parent / ".demo"
-FACTS_FILE = DEMO_DIR / "memory.json"
+FACTS_FILE = DEMO_DIR / "memory.db"
 CONVERSATIONS = DEMO_DIR / "conversations.db"
 
 FACTS = [
@@ -66,9 +67,11 @@ def buffer() -> BufferMemory:
 
 async def remember() -> None:
     """The first process: store facts and a conversation, then exit."""
-    facts = JsonFileStore(name="demo", path=FACTS_FILE)
+    facts = SQLiteStore(FACTS_FILE, name="demo")
     for (content, _), result in zip(FACTS, await facts.add_many(FACTS), strict=True):
-        print(f"  stored {result.id[:8]}  {content}")
+        # Ids are time-ordered, so memories added together share their first digits.
+        print(f"  stored ...{result.id[-8:]}  {content}")
+    await facts.aclose()
     async with buffer() as conversations:
         await conversations.write(CONVERSATION, "trip", agent_name="travel-agent")
         (entry,) = await conversations.entries("trip")
@@ -80,13 +83,14 @@ async def remember() -> None:
 
 async def recall() -> None:
     """The second, fresh process: answer from the files alone."""
-    facts = JsonFileStore(name="demo", path=FACTS_FILE)
+    facts = SQLiteStore(FACTS_FILE, name="demo")
     print(f"  {await facts.count()} memories found in {FACTS_FILE}")
     for question in QUESTIONS:
         print(f"\n  Q: {question}")
         for rank, hit in enumerate(await facts.search(question, {"max_search_results": 3}), 1):
-            score = (hit.metadata or {}).get("_relevanceScore")
-            print(f"    {rank}. score {score}  {hit.content}")
+            score = (hit.metadata or {})["_relevanceScore"]
+            print(f"    {rank}. score {score:.2f}  {hit.content}")
+    await facts.aclose()
     async with buffer() as conversations:
         history = await conversations.read("trip")
         print(f"\n  conversation 'trip' read back within 60 tokens ({len(history)} messages):")
@@ -106,8 +110,8 @@ def scripted_answer(call: ModelCall) -> str:
 
 async def agent() -> None:
     """The third process: one agent turn with injection, then extraction."""
-    facts = JsonFileStore(
-        name="demo", path=FACTS_FILE, extraction=ExtractionConfig(trigger=InvocationTrigger())
+    facts = SQLiteStore(
+        FACTS_FILE, name="demo", extraction=ExtractionConfig(trigger=InvocationTrigger())
     )
     model = ScriptedChatModel(default=scripted_answer)
     manager = MemoryManager([facts], model=model, add_tool=True)
@@ -124,7 +128,8 @@ async def agent() -> None:
     await manager.flush()
     for hit in await facts.search("Porto Friday", {"max_search_results": 1}):
         print(f"  extracted and stored: {hit.content}")
-    print(f"  {await facts.count()} memories in the file now")
+    print(f"  {await facts.count()} memories in {FACTS_FILE.name} now")
+    await facts.aclose()
 
 
 def main() -> None:

@@ -3,16 +3,24 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
+import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable
+from contextlib import closing
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from agentrecall import SQLiteStore
 from agentrecall.cli.main import main
 
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 @pytest.fixture(autouse=True)
@@ -23,12 +31,15 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 class Cli:
-    def __init__(self, capsys: pytest.CaptureFixture[str]) -> None:
+    """Runs ``main`` in-process; ``options`` (a store choice) go before every command line."""
+
+    def __init__(self, capsys: pytest.CaptureFixture[str], options: tuple[str, ...] = ()) -> None:
         self.capsys = capsys
+        self.options = options
 
     def __call__(self, *argv: str) -> tuple[int, str, str]:
         self.capsys.readouterr()
-        code = main(list(argv))
+        code = main([*self.options, *argv])
         out, err = self.capsys.readouterr()
         return code, out, err
 
@@ -53,7 +64,7 @@ class Cli:
     def usage_error(self, *argv: str) -> str:
         self.capsys.readouterr()
         with pytest.raises(SystemExit) as exit_info:
-            main(list(argv))
+            main([*self.options, *argv])
         assert exit_info.value.code == 2
         out, err = self.capsys.readouterr()
         assert out == ""
@@ -74,27 +85,96 @@ def assert_one_error_line(err: str) -> None:
     assert "Traceback" not in err
 
 
-def store_file(home: Path, name: str = "memory") -> Path:
+def db_file(home: Path, name: str = "memory") -> Path:
+    """Where the default store of ``name`` lives: ``$AGENTRECALL_HOME/memory/<name>.db``."""
+    return home / "memory" / f"{name}.db"
+
+
+def legacy_file(home: Path, name: str = "memory") -> Path:
+    """Where the store of ``name`` lived when the default was a JSON file."""
     return home / "memory" / f"{name}.json"
 
 
 def records(path: Path) -> list[dict[str, Any]]:
-    return json.loads(path.read_text(encoding="utf-8"))
+    """The memories of an SQLite store file, oldest first, read with ``sqlite3`` only."""
+    assert path.read_bytes().startswith(SQLITE_HEADER)
+    with closing(sqlite3.connect(f"{path.as_uri()}?immutable=1", uri=True)) as db:
+        rows = db.execute(
+            "SELECT id, content, metadata, created_at FROM memories ORDER BY seq"
+        ).fetchall()
+    return [
+        {
+            "id": memory_id,
+            "content": content,
+            "metadata": None if metadata is None else json.loads(metadata),
+            "created_at": created_at,
+        }
+        for memory_id, content, metadata, created_at in rows
+    ]
+
+
+def json_records(path: Path) -> list[dict[str, Any]]:
+    """The memories of a JSON store file, in the same shape as :func:`records`."""
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    return [
+        {
+            "id": r["id"],
+            "content": r["content"],
+            "metadata": r.get("metadata"),
+            "created_at": r["createdAt"],
+        }
+        for r in saved
+    ]
+
+
+@dataclass
+class Target:
+    """One way of choosing the store on the command line, and the file it must write."""
+
+    kind: str
+    cli: Cli
+    file: Path
+
+    def records(self) -> list[dict[str, Any]]:
+        return json_records(self.file) if self.kind == "json" else records(self.file)
+
+
+TARGETS: dict[str, Callable[[Path, Path], tuple[str, tuple[str, ...], Path]]] = {
+    "default": lambda home, tmp: ("sqlite", (), db_file(home)),
+    "store": lambda home, tmp: ("sqlite", ("--store", "team"), db_file(home, "team")),
+    "path": lambda home, tmp: ("json", ("--path", str(tmp / "a" / "m.json")), tmp / "a" / "m.json"),
+    "db": lambda home, tmp: ("sqlite", ("--db", str(tmp / "a" / "m.db")), tmp / "a" / "m.db"),
+}
+
+
+@pytest.fixture(params=sorted(TARGETS))
+def target(
+    request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path
+) -> Target:
+    kind, options, file = TARGETS[request.param](home, tmp_path)
+    return Target(kind, Cli(capsys, options), file)
+
+
+def generic(text: str) -> str:
+    """Text output with its scores, ids and timestamps replaced, to compare shapes."""
+    text = re.sub(r"\[\d+(\.\d{3})?\]", "[SCORE]", text)
+    text = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "ID", text)
+    return re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", "TIME", text)
 
 
 # --- add ------------------------------------------------------------------------------------
 
 
-def test_add_prints_the_new_id(cli: Cli, home: Path) -> None:
-    out = cli.ok("add", "User prefers aisle seats")
+def test_add_prints_the_new_id(target: Target) -> None:
+    out = target.cli.ok("add", "User prefers aisle seats")
     memory_id = out.strip()
     assert out == memory_id + "\n"
     assert UUID.match(memory_id)
-    saved = records(store_file(home))
-    assert len(saved) == 1
-    assert saved[0]["id"] == memory_id
-    assert saved[0]["content"] == "User prefers aisle seats"
-    assert "metadata" not in saved[0]
+    (saved,) = target.records()
+    assert saved["id"] == memory_id
+    assert saved["content"] == "User prefers aisle seats"
+    assert saved["metadata"] is None
+    assert TIMESTAMP.match(saved["created_at"])
 
 
 def test_add_json_output(cli: Cli) -> None:
@@ -103,8 +183,8 @@ def test_add_json_output(cli: Cli) -> None:
     assert UUID.match(result["id"])
 
 
-def test_add_metadata_values_parse_as_json_or_stay_strings(cli: Cli, home: Path) -> None:
-    cli.add(
+def test_add_metadata_values_parse_as_json_or_stay_strings(target: Target) -> None:
+    target.cli.add(
         "with metadata",
         "--meta",
         "count=3",
@@ -131,7 +211,7 @@ def test_add_metadata_values_parse_as_json_or_stay_strings(cli: Cli, home: Path)
         "--meta",
         "spaced=two words",
     )
-    assert records(store_file(home))[0]["metadata"] == {
+    assert target.records()[0]["metadata"] == {
         "count": 3,
         "ratio": 0.5,
         "flag": True,
@@ -149,7 +229,7 @@ def test_add_metadata_values_parse_as_json_or_stay_strings(cli: Cli, home: Path)
 
 def test_add_repeated_meta_key_keeps_the_last(cli: Cli, home: Path) -> None:
     cli.add("x", "--meta", "k=1", "--meta", "k=2")
-    assert records(store_file(home))[0]["metadata"] == {"k": 2}
+    assert records(db_file(home))[0]["metadata"] == {"k": 2}
 
 
 @pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity"])
@@ -157,49 +237,48 @@ def test_add_meta_values_that_are_not_json_stay_strings(cli: Cli, home: Path, va
     # NaN and Infinity are not JSON (Python's json module accepts them anyway): like any other
     # text that is not JSON they must be kept as strings, not turned into a refused float.
     cli.add("x", "--meta", f"v={value}")
-    assert records(store_file(home))[0]["metadata"] == {"v": value}
+    assert records(db_file(home))[0]["metadata"] == {"v": value}
 
 
-def test_add_unicode_round_trips(cli: Cli, home: Path) -> None:
-    cli.add("Ünïcödé café ☕", "--meta", "lang=français")
-    saved = store_file(home).read_text(encoding="utf-8")
-    assert "Ünïcödé café ☕" in saved
-    listed = cli.json("list")
+def test_add_unicode_round_trips(target: Target) -> None:
+    target.cli.add("Ünïcödé café ☕", "--meta", "lang=français")
+    (saved,) = target.records()
+    assert (saved["content"], saved["metadata"]) == ("Ünïcödé café ☕", {"lang": "français"})
+    listed = target.cli.json("list")
     assert listed[0]["content"] == "Ünïcödé café ☕"
     assert listed[0]["metadata"] == {"lang": "français"}
 
 
-def test_add_dedup_returns_the_same_id(cli: Cli, home: Path) -> None:
-    first = cli.add("User likes tea", "--meta", "v=1")
-    again = cli.add("User likes tea", "--meta", "v=2")
-    padded = cli.add("   User likes tea \n")
+def test_add_dedup_returns_the_same_id(target: Target) -> None:
+    first = target.cli.add("User likes tea", "--meta", "v=1")
+    again = target.cli.add("User likes tea", "--meta", "v=2")
+    padded = target.cli.add("   User likes tea \n")
     assert first == again == padded
-    saved = records(store_file(home))
-    assert len(saved) == 1
+    (saved,) = target.records()
     # The metadata of a deduplicated add is dropped.
-    assert saved[0]["metadata"] == {"v": 1}
+    assert saved["metadata"] == {"v": 1}
     # Dedup is case-sensitive.
-    assert cli.add("user likes tea") != first
+    assert target.cli.add("user likes tea") != first
 
 
-def test_add_content_is_stored_unstripped(cli: Cli, home: Path) -> None:
-    cli.add("  padded  ")
-    assert records(store_file(home))[0]["content"] == "  padded  "
+def test_add_content_is_stored_unstripped(target: Target) -> None:
+    target.cli.add("  padded  ")
+    assert target.records()[0]["content"] == "  padded  "
 
 
 @pytest.mark.parametrize("text", ["", "   ", "\n\t"])
-def test_add_blank_text_is_refused(cli: Cli, home: Path, text: str) -> None:
-    err = cli.fail("add", text)
+def test_add_blank_text_is_refused(target: Target, text: str) -> None:
+    err = target.cli.fail("add", text)
     assert "content" in err
-    assert not store_file(home).exists()
+    assert not target.file.exists()
 
 
 @pytest.mark.parametrize("pair", ["novalue", "=value", ""])
-def test_add_bad_meta_is_refused(cli: Cli, home: Path, pair: str) -> None:
-    err = cli.fail("add", "x", "--meta", pair)
+def test_add_bad_meta_is_refused(target: Target, pair: str) -> None:
+    err = target.cli.fail("add", "x", "--meta", pair)
     assert "--meta" in err
     assert "KEY=VALUE" in err
-    assert not store_file(home).exists()
+    assert not target.file.exists()
 
 
 def test_add_without_text_is_a_usage_error(cli: Cli) -> None:
@@ -210,53 +289,76 @@ def test_add_without_text_is_a_usage_error(cli: Cli) -> None:
 # --- search ---------------------------------------------------------------------------------
 
 
-def test_search_text_output(cli: Cli) -> None:
-    tea = cli.add("User drinks green tea")
-    coffee = cli.add("User drinks coffee")
-    cli.add("Unrelated fact")
-    out = cli.ok("search", "green tea drinks")
+def test_search_text_output_of_a_json_store(cli: Cli, tmp_path: Path) -> None:
+    json_cli = Cli(cli.capsys, ("--path", str(tmp_path / "m.json")))
+    tea = json_cli.add("User drinks green tea")
+    coffee = json_cli.add("User drinks coffee")
+    json_cli.add("Unrelated fact")
+    out = json_cli.ok("search", "green tea drinks")
     assert out == f"1. [3] User drinks green tea  ({tea})\n2. [1] User drinks coffee  ({coffee})\n"
 
 
-def test_search_json_output(cli: Cli) -> None:
-    tea = cli.add("User drinks green tea", "--meta", "source=chat", "--meta", "n=2")
-    coffee = cli.add("User drinks coffee")
-    hits = cli.json("search", "green tea drinks")
-    assert hits == [
-        {
-            "id": tea,
-            "score": 3,
-            "content": "User drinks green tea",
-            "metadata": {"source": "chat", "n": 2},
-        },
-        {"id": coffee, "score": 1, "content": "User drinks coffee", "metadata": {}},
+@pytest.mark.parametrize("options", [(), ("--db", "{tmp}/m.db")], ids=["default", "db"])
+def test_search_text_output_of_an_sqlite_store(
+    cli: Cli, tmp_path: Path, options: tuple[str, ...]
+) -> None:
+    sqlite_cli = Cli(cli.capsys, tuple(o.replace("{tmp}", str(tmp_path)) for o in options))
+    tea = sqlite_cli.add("User drinks green tea")
+    coffee = sqlite_cli.add("User drinks coffee")
+    sqlite_cli.add("Unrelated fact")
+    out = sqlite_cli.ok("search", "green tea drinks")
+    scores = [hit["score"] for hit in sqlite_cli.json("search", "green tea drinks")]
+    # BM25 scores are printed with three decimals; --json keeps the full float.
+    assert out == (
+        f"1. [{scores[0]:.3f}] User drinks green tea  ({tea})\n"
+        f"2. [{scores[1]:.3f}] User drinks coffee  ({coffee})\n"
+    )
+    assert re.fullmatch(r"(\d\. \[\d+\.\d{3}\] [^\n]+\n){2}", out)
+
+
+def test_search_json_output(target: Target) -> None:
+    tea = target.cli.add("User drinks green tea", "--meta", "source=chat", "--meta", "n=2")
+    coffee = target.cli.add("User drinks coffee")
+    hits = target.cli.json("search", "green tea drinks")
+    assert [{k: v for k, v in hit.items() if k != "score"} for hit in hits] == [
+        {"id": tea, "content": "User drinks green tea", "metadata": {"source": "chat", "n": 2}},
+        {"id": coffee, "content": "User drinks coffee", "metadata": {}},
     ]
+    assert [list(hit) for hit in hits] == [["id", "score", "content", "metadata"]] * 2
     for hit in hits:
         assert "_relevanceScore" not in hit["metadata"]
+    if target.kind == "json":
+        assert [hit["score"] for hit in hits] == [3, 1]
+    else:
+        assert hits[0]["score"] > hits[1]["score"] > 0
+        assert all(isinstance(hit["score"], float) for hit in hits)
 
 
-def test_search_does_not_change_the_file(cli: Cli, home: Path) -> None:
-    cli.add("something to find", "--meta", "k=v")
-    before = store_file(home).read_bytes()
-    cli.ok("search", "find")
-    cli.ok("--json", "search", "find")
-    assert store_file(home).read_bytes() == before
+def test_search_does_not_change_the_file(target: Target) -> None:
+    target.cli.add("something to find", "--meta", "k=v")
+    before = target.file.read_bytes()
+    siblings = sorted(p.name for p in target.file.parent.iterdir())
+    target.cli.ok("search", "find")
+    target.cli.ok("--json", "search", "find")
+    target.cli.ok("list")
+    assert target.file.read_bytes() == before
+    assert sorted(p.name for p in target.file.parent.iterdir()) == siblings
 
 
-def test_search_limit(cli: Cli) -> None:
+def test_search_limit(target: Target) -> None:
     for i in range(12):
-        cli.add(f"fact number {i} about apples")
-    assert len(cli.json("search", "apples")) == 10
-    assert len(cli.json("search", "apples", "-n", "3")) == 3
-    assert len(cli.json("search", "-n", "1", "apples")) == 1
-    assert len(cli.json("search", "apples", "-n", "50")) == 12
-    assert len(cli.ok("search", "apples", "-n", "2").splitlines()) == 2
+        target.cli.add(f"fact number {i} about apples")
+    assert len(target.cli.json("search", "apples")) == 10
+    assert len(target.cli.json("search", "apples", "-n", "3")) == 3
+    assert len(target.cli.json("search", "-n", "1", "apples")) == 1
+    assert len(target.cli.json("search", "apples", "-n", "50")) == 12
+    assert len(target.cli.ok("search", "apples", "-n", "2").splitlines()) == 2
 
 
-def test_search_ties_rank_newest_first(cli: Cli) -> None:
-    old = cli.add("apples one")
-    new = cli.add("apples two")
-    assert [hit["id"] for hit in cli.json("search", "apples")] == [new, old]
+def test_search_ties_rank_newest_first(target: Target) -> None:
+    old = target.cli.add("apples one")
+    new = target.cli.add("apples two")
+    assert [hit["id"] for hit in target.cli.json("search", "apples")] == [new, old]
 
 
 @pytest.mark.parametrize("n", ["0", "-1"])
@@ -271,34 +373,34 @@ def test_search_limit_not_a_number_is_a_usage_error(cli: Cli) -> None:
     assert "-n" in err
 
 
-def test_search_no_match_messages(cli: Cli) -> None:
-    assert cli.ok("search", "anything") == "no memories match\n"
-    assert cli.json("search", "anything") == []
-    cli.add("bananas")
-    assert cli.ok("search", "apples") == "no memories match\n"
-    assert cli.ok("search", "  ?! ") == "no memories match\n"
-    assert cli.json("search", "apples") == []
+def test_search_no_match_messages(target: Target) -> None:
+    assert target.cli.ok("search", "anything") == "no memories match\n"
+    assert target.cli.json("search", "anything") == []
+    target.cli.add("bananas")
+    assert target.cli.ok("search", "apples") == "no memories match\n"
+    assert target.cli.ok("search", "  ?! ") == "no memories match\n"
+    assert target.cli.json("search", "apples") == []
 
 
-def test_search_and_list_on_a_fresh_home_create_nothing(cli: Cli, home: Path) -> None:
-    cli.ok("search", "x")
-    cli.ok("list")
+def test_reading_a_store_that_does_not_exist_creates_nothing(target: Target, home: Path) -> None:
+    target.cli.ok("search", "x")
+    target.cli.ok("list")
+    target.cli.fail("delete", "x")
+    assert not target.file.parent.exists()
     assert not home.exists()
 
 
 # --- list -----------------------------------------------------------------------------------
 
 
-def test_list_text_output_oldest_first(cli: Cli, home: Path) -> None:
-    first = cli.add("first memory")
-    second = cli.add("second memory")
-    third = cli.add("third memory")
-    saved = records(store_file(home))
-    out = cli.ok("list")
-    assert out == "".join(
-        f"{r['createdAt']}  {i}  {r['content']}\n"
-        for r, i in zip(saved, [first, second, third], strict=True)
-    )
+def test_list_text_output_oldest_first(target: Target) -> None:
+    first = target.cli.add("first memory")
+    second = target.cli.add("second memory")
+    third = target.cli.add("third memory")
+    saved = target.records()
+    assert [r["id"] for r in saved] == [first, second, third]
+    out = target.cli.ok("list")
+    assert out == "".join(f"{r['created_at']}  {r['id']}  {r['content']}\n" for r in saved)
     assert [line.split("  ")[2] for line in out.splitlines()] == [
         "first memory",
         "second memory",
@@ -306,114 +408,185 @@ def test_list_text_output_oldest_first(cli: Cli, home: Path) -> None:
     ]
 
 
-def test_list_json_output(cli: Cli, home: Path) -> None:
-    first = cli.add("first", "--meta", "k=1")
-    second = cli.add("second")
-    saved = records(store_file(home))
-    assert cli.json("list") == [
+def test_list_json_output(target: Target) -> None:
+    first = target.cli.add("first", "--meta", "k=1")
+    second = target.cli.add("second")
+    saved = target.records()
+    assert target.cli.json("list") == [
         {
             "id": first,
             "content": "first",
-            "created_at": saved[0]["createdAt"],
+            "created_at": saved[0]["created_at"],
             "metadata": {"k": 1},
         },
-        {"id": second, "content": "second", "created_at": saved[1]["createdAt"], "metadata": None},
+        {"id": second, "content": "second", "created_at": saved[1]["created_at"], "metadata": None},
     ]
-    assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$", saved[0]["createdAt"])
+    assert TIMESTAMP.match(saved[0]["created_at"])
 
 
-def test_list_empty_messages(cli: Cli) -> None:
-    assert cli.ok("list") == "the store is empty\n"
-    assert cli.json("list") == []
+def test_list_empty_messages(target: Target) -> None:
+    assert target.cli.ok("list") == "the store is empty\n"
+    assert target.cli.json("list") == []
+
+
+def test_multiline_content_is_listed_and_found_on_one_line(target: Target) -> None:
+    memory_id = target.cli.add("line one\nline two\r")
+    assert target.cli.ok("list").endswith(f"  {memory_id}  line one\\nline two\\r\n")
+    assert target.cli.ok("search", "two").endswith(f"] line one\\nline two\\r  ({memory_id})\n")
 
 
 # --- delete ---------------------------------------------------------------------------------
 
 
-def test_delete_existing(cli: Cli, home: Path) -> None:
-    keep = cli.add("keep me")
-    doomed = cli.add("forget me")
-    code, out, err = cli("delete", doomed)
+def test_delete_existing(target: Target) -> None:
+    keep = target.cli.add("keep me")
+    doomed = target.cli.add("forget me")
+    code, out, err = target.cli("delete", doomed)
     assert (code, out, err) == (0, f"deleted {doomed}\n", "")
-    assert [r["id"] for r in records(store_file(home))] == [keep]
-    assert [row["id"] for row in cli.json("list")] == [keep]
-    assert cli.json("search", "forget") == []
+    assert [r["id"] for r in target.records()] == [keep]
+    assert [row["id"] for row in target.cli.json("list")] == [keep]
+    assert target.cli.json("search", "forget") == []
 
 
-def test_delete_json_output(cli: Cli) -> None:
-    doomed = cli.add("forget me")
-    assert cli.json("delete", doomed) == {"deleted": doomed}
-    assert cli.json("list") == []
+def test_delete_json_output(target: Target) -> None:
+    doomed = target.cli.add("forget me")
+    assert target.cli.json("delete", doomed) == {"deleted": doomed}
+    assert target.cli.json("list") == []
 
 
-def test_delete_unknown_id(cli: Cli, home: Path) -> None:
-    cli.add("keep me")
-    before = store_file(home).read_bytes()
-    err = cli.fail("delete", "no-such-id")
+def test_delete_unknown_id(target: Target) -> None:
+    target.cli.add("keep me")
+    before = target.file.read_bytes()
+    err = target.cli.fail("delete", "no-such-id")
     assert err == "agentrecall: error: no memory with id 'no-such-id'\n"
-    assert store_file(home).read_bytes() == before
+    assert target.file.read_bytes() == before
 
 
-def test_delete_twice(cli: Cli) -> None:
-    doomed = cli.add("forget me")
-    cli.ok("delete", doomed)
-    err = cli.fail("delete", doomed)
+def test_delete_twice(target: Target) -> None:
+    doomed = target.cli.add("forget me")
+    target.cli.ok("delete", doomed)
+    err = target.cli.fail("delete", doomed)
     assert doomed in err
 
 
-def test_delete_on_empty_store(cli: Cli, home: Path) -> None:
-    err = cli.fail("delete", "abc")
-    assert "abc" in err
-    assert not store_file(home).exists()
+# --- the same output from every store -------------------------------------------------------
+
+
+def test_search_and_list_output_has_one_shape_for_every_store(
+    capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path
+) -> None:
+    outputs: dict[str, dict[str, Any]] = {}
+    for name, make in TARGETS.items():
+        _, options, _ = make(home, tmp_path)
+        target = Cli(capsys, options)
+        ids = [
+            target.add("User drinks green tea", "--meta", "source=chat"),
+            target.add("User drinks coffee"),
+            target.add("Unrelated fact"),
+        ]
+        found = target.json("search", "green tea drinks")
+        listed = target.json("list")
+        outputs[name] = {
+            "score types": {type(hit["score"]).__name__ for hit in found},
+            "search": [{**hit, "id": ids.index(hit["id"]), "score": None} for hit in found],
+            "list": [{**row, "id": ids.index(row["id"]), "created_at": "TIME"} for row in listed],
+            "search text": generic(target.ok("search", "green tea drinks")),
+            "list text": generic(target.ok("list")),
+        }
+    score_types = {name: output.pop("score types") for name, output in outputs.items()}
+    assert score_types == {
+        "default": {"float"},
+        "store": {"float"},
+        "path": {"int"},
+        "db": {"float"},
+    }
+    assert outputs["path"] == outputs["default"] == outputs["store"] == outputs["db"]
+    assert [hit["id"] for hit in outputs["default"]["search"]] == [0, 1]
+    assert outputs["default"]["list"][0] == {
+        "id": 0,
+        "content": "User drinks green tea",
+        "created_at": "TIME",
+        "metadata": {"source": "chat"},
+    }
+    assert outputs["default"]["search text"] == (
+        "1. [SCORE] User drinks green tea  (ID)\n2. [SCORE] User drinks coffee  (ID)\n"
+    )
+    assert outputs["default"]["list text"] == (
+        "TIME  ID  User drinks green tea\nTIME  ID  User drinks coffee\nTIME  ID  Unrelated fact\n"
+    )
 
 
 # --- choosing the store ---------------------------------------------------------------------
 
 
-def test_default_store_is_memory_json_under_home(cli: Cli, home: Path) -> None:
-    cli.add("x")
-    assert store_file(home).is_file()
-    assert sorted(p.name for p in (home / "memory").iterdir() if not p.name.startswith(".")) == [
-        "memory.json"
-    ]
+def test_default_store_is_memory_db_under_home(cli: Cli, home: Path) -> None:
+    memory_id = cli.add("x")
+    path = home / "memory" / "memory.db"
+    assert SQLiteStore(name="memory").path == str(path)
+    assert sorted(p.name for p in (home / "memory").iterdir()) == ["memory.db"]
+    assert [(r["id"], r["content"]) for r in records(path)] == [(memory_id, "x")]
 
 
-def test_store_option_picks_a_named_file(cli: Cli, home: Path) -> None:
+def test_store_option_picks_a_named_database(cli: Cli, home: Path) -> None:
     work = cli.add("work fact", "--store", "work")
     personal = cli.add("personal fact", "--store", "personal")
-    assert [r["id"] for r in records(store_file(home, "work"))] == [work]
-    assert [r["id"] for r in records(store_file(home, "personal"))] == [personal]
-    assert not store_file(home).exists()
+    assert [r["id"] for r in records(db_file(home, "work"))] == [work]
+    assert [r["id"] for r in records(db_file(home, "personal"))] == [personal]
+    assert sorted(p.name for p in (home / "memory").iterdir()) == ["personal.db", "work.db"]
     assert [row["id"] for row in cli.json("list", "--store", "work")] == [work]
     assert cli.json("search", "fact", "--store", "personal")[0]["id"] == personal
     assert cli.json("list") == []
+    assert not db_file(home).exists()
+
+
+def test_store_option_memory_is_the_default(cli: Cli) -> None:
+    memory_id = cli.add("x", "--store", "memory")
+    assert [row["id"] for row in cli.json("list")] == [memory_id]
 
 
 def test_store_name_is_made_file_safe(cli: Cli, home: Path) -> None:
     cli.add("x", "--store", "team/notes")
     cli.add("y", "--store", "../escape")
-    assert store_file(home, "team_notes").is_file()
-    assert store_file(home, "__escape").is_file()
+    assert records(db_file(home, "team_notes"))[0]["content"] == "x"
+    assert records(db_file(home, "__escape"))[0]["content"] == "y"
     assert sorted(p.name for p in home.iterdir()) == ["memory"]
 
 
-def test_path_option_uses_that_file(cli: Cli, home: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["", "   "])
+def test_blank_store_name_is_refused(cli: Cli, home: Path, name: str) -> None:
+    err = cli.fail("--store", name, "add", "x")
+    assert "name" in err
+    assert not home.exists()
+
+
+def test_path_option_uses_that_json_file(cli: Cli, home: Path, tmp_path: Path) -> None:
     path = tmp_path / "elsewhere" / "deeper" / "mine.json"
     memory_id = cli.add("path fact", "--path", str(path))
-    assert [r["id"] for r in records(path)] == [memory_id]
+    assert [r["id"] for r in json_records(path)] == [memory_id]
     assert not home.exists()
     assert [row["id"] for row in cli.json("--path", str(path), "list")] == [memory_id]
     assert cli.json("list") == []
     cli.ok("--path", str(path), "delete", memory_id)
-    assert records(path) == []
+    assert json_records(path) == []
 
 
-def test_relative_path_is_resolved_against_the_cwd(
-    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_db_option_uses_that_sqlite_file(cli: Cli, home: Path, tmp_path: Path) -> None:
+    path = tmp_path / "elsewhere" / "mine.sqlite"
+    memory_id = cli.add("db fact", "--db", str(path))
+    assert [r["id"] for r in records(path)] == [memory_id]
+    assert sorted(p.name for p in path.parent.iterdir()) == ["mine.sqlite"]
+    assert not home.exists()
+    assert cli.json("list") == []
+
+
+@pytest.mark.parametrize(("option", "name"), [("--path", "rel.json"), ("--db", "rel.db")])
+def test_relative_file_is_resolved_against_the_cwd(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, option: str, name: str
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    cli.add("relative", "--path", "rel.json")
-    assert records(tmp_path / "rel.json")[0]["content"] == "relative"
+    cli.add("relative", option, name)
+    read = json_records if option == "--path" else records
+    assert read(tmp_path / name)[0]["content"] == "relative"
 
 
 @pytest.mark.parametrize(
@@ -427,14 +600,14 @@ def test_relative_path_is_resolved_against_the_cwd(
 )
 def test_options_before_or_after_the_command(cli: Cli, home: Path, argv: list[str]) -> None:
     result = json.loads(cli.ok(*argv))
-    assert [r["id"] for r in records(store_file(home, "s"))] == [result["id"]]
-    assert not store_file(home).exists()
+    assert [r["id"] for r in records(db_file(home, "s"))] == [result["id"]]
+    assert not db_file(home).exists()
 
 
 def test_path_before_the_command(cli: Cli, tmp_path: Path) -> None:
     path = tmp_path / "p.json"
     cli.ok("--path", str(path), "add", "x")
-    assert records(path)[0]["content"] == "x"
+    assert json_records(path)[0]["content"] == "x"
     assert json.loads(cli.ok("list", "--path", str(path), "--json"))[0]["content"] == "x"
 
 
@@ -458,10 +631,165 @@ def test_store_and_path_together_are_refused(
     assert not home.exists()
 
 
+def test_db_goes_with_no_other_store_option(cli: Cli, tmp_path: Path) -> None:
+    err = cli.usage_error("--db", str(tmp_path / "m.db"), "list", "--store", "s")
+    assert "--db" in err and "--store" in err
+    err = cli.usage_error("add", "x", "--path", str(tmp_path / "m.json"), "--db", "m.db")
+    assert "--db" in err and "--path" in err
+
+
 def test_no_command_is_a_usage_error(cli: Cli) -> None:
     cli.usage_error()
     cli.usage_error("--json")
     cli.usage_error("forget", "x")
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["add", "--help"], ["list", "--help"]])
+def test_help_names_the_default_and_each_store_option(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--store NAME the SQLite store $AGENTRECALL_HOME/memory/NAME.db; the default" in text
+    assert "with NAME memory" in text
+    assert "--path FILE a JSON store file instead" in text
+    assert "--db FILE an SQLite store file instead" in text
+
+
+def test_top_level_help_says_where_the_default_store_lives(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "Without --store, --path or --db: $AGENTRECALL_HOME/memory/memory.db" in text
+
+
+# --- the JSON file of earlier versions ------------------------------------------------------
+
+
+def make_legacy_store(cli: Cli, home: Path, name: str = "memory") -> str:
+    """Write the JSON file that ``--store name`` meant before SQLite was the default."""
+    return cli.add("The user prefers aisle seats", "--path", str(legacy_file(home, name)))
+
+
+def notice_command(err: str) -> list[str]:
+    """The ``agentrecall migrate`` command line of the legacy notice, as arguments."""
+    (line,) = err.splitlines()
+    assert line.startswith("agentrecall: note: ")
+    prefix, _, command = line.partition("copy its memories with: ")
+    assert prefix
+    return shlex.split(command)
+
+
+@pytest.mark.parametrize(
+    ("command", "output"),
+    [
+        (["list"], "the store is empty\n"),
+        (["search", "aisle seats"], "no memories match\n"),
+        (["--json", "list"], "[]\n"),
+    ],
+)
+def test_legacy_json_store_is_noticed_with_the_command_that_copies_it(
+    cli: Cli, home: Path, command: list[str], output: str
+) -> None:
+    legacy_id = make_legacy_store(cli, home)
+    code, out, err = cli(*command)
+    assert (code, out) == (0, output)
+    assert notice_command(err) == [
+        "agentrecall",
+        "migrate",
+        str(legacy_file(home)),
+        str(db_file(home)),
+    ]
+    assert str(db_file(home)) in err.partition("copy")[0]
+    assert str(legacy_file(home)) in err.partition("copy")[0]
+    # The notice neither migrates nor creates the database.
+    assert not db_file(home).exists()
+    assert [r["id"] for r in json_records(legacy_file(home))] == [legacy_id]
+
+
+def test_the_noticed_command_migrates_and_the_notice_stops(cli: Cli, home: Path) -> None:
+    legacy_id = make_legacy_store(cli, home)
+    _, _, err = cli("list")
+    argv = notice_command(err)
+    assert argv[:2] == ["agentrecall", "migrate"]
+    code, out, _ = cli(*argv[1:])
+    assert (code, out) == (0, f"copied 1 memories to {db_file(home)} (0 skipped)\n")
+    assert [r["id"] for r in records(db_file(home))] == [legacy_id]
+    assert [hit["id"] for hit in cli.json("search", "aisle seats")] == [legacy_id]
+
+
+def test_legacy_notice_quotes_paths_with_spaces(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "my home"
+    monkeypatch.setenv("AGENTRECALL_HOME", str(home))
+    make_legacy_store(cli, home, "work_notes")
+    _, _, err = cli("--store", "work notes", "list")
+    assert notice_command(err) == [
+        "agentrecall",
+        "migrate",
+        str(legacy_file(home, "work_notes")),
+        str(db_file(home, "work_notes")),
+    ]
+
+
+def test_legacy_notice_on_add_then_never_again(cli: Cli, home: Path) -> None:
+    make_legacy_store(cli, home)
+    code, out, err = cli("add", "new fact")
+    assert code == 0 and UUID.match(out.strip())
+    assert notice_command(err)[2:] == [str(legacy_file(home)), str(db_file(home))]
+    assert [r["content"] for r in records(db_file(home))] == ["new fact"]
+    cli.ok("list")
+
+
+def test_legacy_notice_comes_with_an_error_on_its_own_line(cli: Cli, home: Path) -> None:
+    make_legacy_store(cli, home)
+    code, out, err = cli("delete", "nope")
+    assert (code, out) == (1, "")
+    note, error = err.splitlines()
+    assert note.startswith("agentrecall: note: ")
+    assert error == "agentrecall: error: no memory with id 'nope'"
+
+
+def test_no_legacy_notice_once_the_database_exists(cli: Cli, home: Path) -> None:
+    cli.add("new fact")
+    make_legacy_store(cli, home)
+    assert cli.json("list")[0]["content"] == "new fact"
+    cli.ok("search", "aisle")
+
+
+def test_legacy_notice_only_for_the_chosen_store_name(cli: Cli, home: Path, tmp_path: Path) -> None:
+    make_legacy_store(cli, home, "other")
+    cli.ok("list")
+    cli.ok("--store", "work", "list")
+    cli.ok("--db", str(tmp_path / "x.db"), "list")
+    cli.ok("--path", str(tmp_path / "x.json"), "list")
+    # --db and --path name their file: the legacy file of the default name is not theirs.
+    make_legacy_store(cli, home)
+    cli.ok("--db", str(tmp_path / "x.db"), "list")
+    cli.ok("--path", str(tmp_path / "x.json"), "list")
+    _, _, err = cli("--store", "other", "list")
+    assert notice_command(err)[2:] == [str(legacy_file(home, "other")), str(db_file(home, "other"))]
+
+
+def test_legacy_notice_does_not_read_the_json_file(cli: Cli, home: Path) -> None:
+    legacy_file(home).parent.mkdir(parents=True)
+    legacy_file(home).write_bytes(b"{not json")
+    code, out, err = cli("list")
+    assert (code, out) == (0, "the store is empty\n")
+    assert notice_command(err)[2:] == [str(legacy_file(home)), str(db_file(home))]
+    assert legacy_file(home).read_bytes() == b"{not json"
+
+
+def test_the_readme_shows_the_notice_as_printed(cli: Cli, home: Path) -> None:
+    make_legacy_store(cli, home)
+    _, _, err = cli("list")
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert err.replace(str(home), "/home/ana/.agentrecall") in readme
 
 
 # --- unusable files -------------------------------------------------------------------------
@@ -481,7 +809,7 @@ COMMANDS = [["list"], ["search", "x"], ["add", "x"], ["delete", "a"]]
 
 @pytest.mark.parametrize("content", CORRUPT.values(), ids=CORRUPT.keys())
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[0])
-def test_corrupt_file_is_reported_and_left_unchanged(
+def test_corrupt_json_file_is_reported_and_left_unchanged(
     cli: Cli, tmp_path: Path, content: bytes, command: list[str]
 ) -> None:
     path = tmp_path / "corrupt.json"
@@ -494,30 +822,46 @@ def test_corrupt_file_is_reported_and_left_unchanged(
     ]
 
 
-def test_corrupt_default_store_names_its_file(cli: Cli, home: Path) -> None:
-    path = store_file(home)
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[0])
+def test_corrupt_default_database_names_its_file(cli: Cli, home: Path, command: list[str]) -> None:
+    path = db_file(home)
     path.parent.mkdir(parents=True)
-    path.write_bytes(b"{oops")
-    err = cli.fail("add", "x")
-    assert str(path) in err
-    assert path.read_bytes() == b"{oops"
+    path.write_bytes(b"{oops, not a database at all}" * 200)
+    before = path.read_bytes()
+    err = cli.fail(*command)
+    assert str(path) in err and "not an SQLite database" in err
+    assert path.read_bytes() == before
+
+
+def test_a_non_database_file_given_as_db_is_one_clear_line(cli: Cli, tmp_path: Path) -> None:
+    path = tmp_path / "notes.json"
+    path.write_text("[]")
+    err = cli.fail("--db", str(path), "list")
+    assert "notes.json" in err and "not an SQLite database" in err
+    assert path.read_text() == "[]"
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[0])
-def test_path_that_is_a_directory(cli: Cli, tmp_path: Path, command: list[str]) -> None:
+@pytest.mark.parametrize("option", ["--path", "--db"])
+def test_file_that_is_a_directory(
+    cli: Cli, tmp_path: Path, command: list[str], option: str
+) -> None:
     directory = tmp_path / "a-directory.json"
     (directory / "inside").mkdir(parents=True)
-    err = cli.fail("--path", str(directory), *command)
+    err = cli.fail(option, str(directory), *command)
     assert str(directory) in err
     assert directory.is_dir()
     assert [p.name for p in directory.iterdir()] == ["inside"]
 
 
-def test_store_below_a_regular_file_cannot_be_written(cli: Cli, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("option", "name"), [("--path", "store.json"), ("--db", "store.db")])
+def test_store_below_a_regular_file_cannot_be_written(
+    cli: Cli, tmp_path: Path, option: str, name: str
+) -> None:
     blocker = tmp_path / "file"
     blocker.write_bytes(b"x")
-    path = blocker / "store.json"
-    err = cli.fail("--path", str(path), "add", "x")
+    path = blocker / name
+    err = cli.fail(option, str(path), "add", "x")
     assert str(path) in err
     assert blocker.read_bytes() == b"x"
 
@@ -549,22 +893,26 @@ def test_console_script_end_to_end(home: Path) -> None:
     assert (added.returncode, added.stderr) == (0, "")
     memory_id = added.stdout.strip()
     assert UUID.match(memory_id)
+    assert [r["id"] for r in records(db_file(home))] == [memory_id]
+    # The process closed its connection: the write-ahead log is folded back into the file.
+    assert sorted(p.name for p in db_file(home).parent.iterdir()) == ["memory.db"]
 
     found = run([script, "--json", "search", "aisle seats", "-n", "1"], home)
     assert found.returncode == 0
-    assert json.loads(found.stdout) == [
-        {
-            "id": memory_id,
-            "score": 2,
-            "content": "User prefers aisle seats",
-            "metadata": {"source": "cli"},
-        }
-    ]
+    (hit,) = json.loads(found.stdout)
+    assert hit["score"] > 0
+    assert {**hit, "score": None} == {
+        "id": memory_id,
+        "score": None,
+        "content": "User prefers aisle seats",
+        "metadata": {"source": "cli"},
+    }
 
     deleted = run([script, "delete", memory_id], home)
     assert (deleted.returncode, deleted.stdout) == (0, f"deleted {memory_id}\n")
     listed = run([script, "list"], home)
     assert (listed.returncode, listed.stdout) == (0, "the store is empty\n")
+    assert records(db_file(home)) == []
 
 
 def test_python_dash_m_reports_errors_without_traceback(home: Path, tmp_path: Path) -> None:
@@ -589,35 +937,15 @@ def test_python_dash_m_usage_error_exits_2(home: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
-# --- an SQLite store --------------------------------------------------------------------------
-
-
-def test_every_command_works_on_an_sqlite_file(cli: Cli, tmp_path: Path) -> None:
-    db = str(tmp_path / "memory.db")
-    first = cli.add("The user prefers aisle seats", "--db", db, "--meta", "topic=travel")
-    assert cli.add("The user prefers aisle seats", "--db", db) == first
-    cli.add("The user is allergic to peanuts", "--db", db)
-    hits = cli.json("search", "which seats does the user prefer", "--db", db, "-n", "1")
-    assert [(h["id"], h["content"], h["metadata"]) for h in hits] == [
-        (first, "The user prefers aisle seats", {"topic": "travel"})
+def test_python_dash_m_legacy_notice_goes_to_stderr(home: Path) -> None:
+    legacy = legacy_file(home)
+    legacy.parent.mkdir(parents=True)
+    legacy.write_text("[]", encoding="utf-8")
+    result = run([sys.executable, "-m", "agentrecall.cli", "list"], home)
+    assert (result.returncode, result.stdout) == (0, "the store is empty\n")
+    assert notice_command(result.stderr) == [
+        "agentrecall",
+        "migrate",
+        str(legacy),
+        str(db_file(home)),
     ]
-    assert hits[0]["score"] > 0
-    assert [r["content"] for r in cli.json("list", "--db", db)] == [
-        "The user prefers aisle seats",
-        "The user is allergic to peanuts",
-    ]
-    assert cli.ok("delete", first, "--db", db) == f"deleted {first}\n"
-    assert len(cli.json("--db", db, "list")) == 1
-
-
-def test_db_goes_with_no_other_store_option(cli: Cli, tmp_path: Path) -> None:
-    err = cli.usage_error("--db", str(tmp_path / "m.db"), "list", "--store", "s")
-    assert "--db" in err and "--store" in err
-
-
-def test_a_non_database_file_given_as_db_is_one_clear_line(cli: Cli, tmp_path: Path) -> None:
-    path = tmp_path / "notes.json"
-    path.write_text("[]")
-    err = cli.fail("--db", str(path), "list")
-    assert "notes.json" in err and "not an SQLite database" in err
-    assert path.read_text() == "[]"

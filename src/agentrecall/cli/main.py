@@ -1,10 +1,18 @@
-"""``agentrecall add|search|list|delete|eval|migrate``: each command is a few lines."""
+"""``agentrecall add|search|list|delete|eval|migrate``: each command is a few lines.
+
+Without ``--path`` (a JSON file) or ``--db`` (an SQLite file), the store is
+``SQLiteStore(name=NAME)`` (``--store NAME``, default ``memory``), the file
+``$AGENTRECALL_HOME/memory/NAME.db``. While that file is missing and the JSON file the name used
+to mean exists, every command says on stderr how to migrate it; nothing is copied unasked.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
+import os
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -43,19 +51,53 @@ def main(argv: Sequence[str] | None = None) -> int:
         if hasattr(args, "storeless"):
             storeless: Callable[[argparse.Namespace], int] = args.storeless
             return storeless(args)
-        with SyncStore(_open_store(args)) as memory:
-            command: Command = args.command
-            return command(memory, args)
+        return _run(args.command, args)
     except (AgentRecallError, ValueError) as error:
         print(f"agentrecall: error: {error}", file=sys.stderr)
         return 1
 
 
+def _run(command: Command, args: argparse.Namespace) -> int:
+    store = _open_store(args)
+    try:
+        with SyncStore(store) as memory:
+            return command(memory, args)
+    finally:
+        if isinstance(store, SQLiteStore):
+            # SyncStore closes only its event loop. Closing the connection folds the WAL back
+            # into the database file before the command returns, also when run in-process.
+            asyncio.run(store.aclose())
+
+
 def _open_store(args: argparse.Namespace) -> MemoryStore:
+    """Return the store the options name: ``--path`` JSON, ``--db`` SQLite, else SQLite by name.
+
+    A command that does not add answers from an empty store when the SQLite file is missing,
+    so reading never creates it.
+    """
+    if hasattr(args, "path"):
+        return JsonFileStore(name=DEFAULT_STORE, path=args.path)
     if hasattr(args, "db"):
-        return SQLiteStore(args.db)
-    return JsonFileStore(
-        name=getattr(args, "store", DEFAULT_STORE), path=getattr(args, "path", None)
+        store = SQLiteStore(args.db)
+    else:
+        store = SQLiteStore(name=getattr(args, "store", DEFAULT_STORE))
+        _note_legacy_json(store)
+    if not getattr(args, "creates", False) and not os.path.exists(store.path):
+        # A read that created an empty database would also end the legacy JSON notice for good.
+        return JsonFileStore(name=store.name, persist=False)
+    return store
+
+
+def _note_legacy_json(store: SQLiteStore) -> None:
+    """Say on stderr how to copy the JSON file that was this store name's default before."""
+    legacy = JsonFileStore(name=store.name).path
+    if legacy is None or os.path.exists(store.path) or not os.path.isfile(legacy):
+        return
+    command = shlex.join(["agentrecall", "migrate", legacy, store.path])
+    print(
+        f"agentrecall: note: {store.path} does not exist yet, but {legacy} (this store's JSON "
+        f"file from before SQLite became the default) does; copy its memories with: {command}",
+        file=sys.stderr,
     )
 
 
@@ -74,7 +116,7 @@ def _search(memory: SyncStore, args: argparse.Namespace) -> int:
         score = metadata.pop("_relevanceScore", None)
         rows.append({"id": hit.id, "score": score, "content": hit.content, "metadata": metadata})
     lines = [
-        f"{i}. [{row['score']}] {_one_line(row['content'])}  ({row['id']})"
+        f"{i}. [{_score_text(row['score'])}] {_one_line(row['content'])}  ({row['id']})"
         for i, row in enumerate(rows, 1)
     ]
     _emit(args, rows, "\n".join(lines) if lines else "no memories match")
@@ -149,6 +191,11 @@ def _not_json(word: str) -> Any:
     raise ValueError(f"{word} is not JSON")
 
 
+def _score_text(score: Any) -> str:
+    # A BM25 score carries 16 digits; three decimals are enough to read, and --json keeps all.
+    return f"{score:.3f}" if isinstance(score, float) else str(score)
+
+
 def _one_line(text: str) -> str:
     return text.replace("\r", "\\r").replace("\n", "\\n")
 
@@ -176,14 +223,29 @@ def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     where = common.add_mutually_exclusive_group()
     where.add_argument(
-        "--store", default=argparse.SUPPRESS, help=f"store name (default: {DEFAULT_STORE})"
+        "--store",
+        default=argparse.SUPPRESS,
+        metavar="NAME",
+        help="the SQLite store $AGENTRECALL_HOME/memory/NAME.db; the default, with NAME "
+        f"{DEFAULT_STORE}",
     )
-    where.add_argument("--path", default=argparse.SUPPRESS, help="JSON file of the store")
-    where.add_argument("--db", default=argparse.SUPPRESS, help="SQLite file of the store")
+    where.add_argument(
+        "--path",
+        default=argparse.SUPPRESS,
+        metavar="FILE",
+        help="a JSON store file instead (the format of Strands' TestMemoryStore)",
+    )
+    where.add_argument(
+        "--db", default=argparse.SUPPRESS, metavar="FILE", help="an SQLite store file instead"
+    )
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
 
     parser = argparse.ArgumentParser(
-        prog="agentrecall", description="Keep memories and recall them.", parents=[common]
+        prog="agentrecall",
+        description="Keep memories and recall them.",
+        epilog=f"Without --store, --path or --db: $AGENTRECALL_HOME/memory/{DEFAULT_STORE}.db "
+        "(AGENTRECALL_HOME defaults to ~/.agentrecall).",
+        parents=[common],
     )
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 
@@ -192,7 +254,7 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument(
         "--meta", action="append", default=[], metavar="KEY=VALUE", help="metadata (repeatable)"
     )
-    add.set_defaults(command=_add)
+    add.set_defaults(command=_add, creates=True)
 
     search = commands.add_parser("search", parents=[common], help="recall memories for a query")
     search.add_argument("query")
