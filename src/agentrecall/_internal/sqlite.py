@@ -8,6 +8,7 @@ share one discipline and may share one file: each component records its schema v
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import threading
 import time
@@ -25,6 +26,22 @@ CACHE_KIB = 64 * 1024
 # How often a statement that found the database busy beyond the busy timeout is tried again.
 _BUSY_RETRIES = 5
 
+# Primary result codes (https://www.sqlite.org/rescode.html), and the text SQLite gives each,
+# for Python 3.10, whose sqlite3 exceptions carry no code.
+_IOERR, _CORRUPT, _FULL, _NOTADB = 10, 11, 13, 26
+_CODE_TEXTS = [
+    (_IOERR, "disk I/O error"),
+    (_CORRUPT, "database disk image is malformed"),
+    (_CORRUPT, "malformed database schema"),
+    (_FULL, "database or disk is full"),
+    (_NOTADB, "file is not a database"),
+]
+
+# Below this much free space, an I/O error is put down to the full disk: SQLite needs 32 KiB
+# for the WAL index (-shm) and a page per WAL frame, and reports some failures to get them as
+# "disk I/O error" (e.g. SQLITE_IOERR_SHMSIZE), not as SQLITE_FULL.
+_NEARLY_FULL_BYTES = 1024 * 1024
+
 
 class Database:
     """A lazily opened connection to one SQLite file, for one component's tables.
@@ -41,8 +58,9 @@ class Database:
     * a busy database is waited for (``busy_timeout`` seconds, then a few retries); SQLite's
       "database is locked" does not reach the caller unless the wait is really exhausted;
     * every SQLite failure is raised as :class:`~agentrecall.errors.StorageError` naming the
-      file, with the ``sqlite3`` error chained. Calls are serialized per object and may come
-      from any thread.
+      file, with the ``sqlite3`` error chained; the message says so when the file is not an
+      SQLite database, is damaged, or sits on a full disk (also when SQLite only reports a
+      "disk I/O error" there). Calls are serialized per object and may come from any thread.
     """
 
     def __init__(
@@ -100,6 +118,25 @@ class Database:
                 self._connection = None
 
     def _error(self, error: sqlite3.Error) -> StorageError:
+        code = primary_code(error)
+        if code == _NOTADB:
+            return StorageError(
+                f"'{self.path}' is not an SQLite database; point the {self._what} at a new file "
+                f"or at one agentrecall created ({error})"
+            )
+        if code == _CORRUPT:
+            return StorageError(
+                f"{self._what} '{self.path}' is damaged ({error}); agentrecall leaves it as it "
+                f"is: restore it from a backup, or point the {self._what} at a new file"
+            )
+        if code in (_FULL, _IOERR):
+            free = _free_bytes(self.path)
+            if free is not None and free < _NEARLY_FULL_BYTES:
+                left = "no space left" if free < 1024 else f"{free // 1024} KiB free"
+                return StorageError(
+                    f"{self._what} '{self.path}': the disk is full ({left}); make room and try "
+                    f"again ({error})"
+                )
         return StorageError(f"{self._what} '{self.path}': {error}")
 
     def _open(self) -> sqlite3.Connection:
@@ -131,15 +168,11 @@ class Database:
         return db
 
     def _check_is_ours(self, db: sqlite3.Connection) -> None:
-        try:
-            tables = {
-                row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-            }
-        except sqlite3.DatabaseError as error:
-            raise StorageError(
-                f"'{self.path}' is not an SQLite database; point the {self._what} at a new file "
-                f"or at one agentrecall created ({error})"
-            ) from error
+        # The first read of the file: a foreign or damaged file fails here, and so does a full
+        # disk (no room for the WAL index); _error tells them apart.
+        tables = {
+            row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
         if tables and "agentrecall_schema" not in tables:
             raise StorageError(
                 f"'{self.path}' is an SQLite database of another application (it has tables but "
@@ -202,6 +235,31 @@ def _statements(script: str) -> list[str]:
                 statements.append(pending.strip())
             pending = ""
     return statements
+
+
+def primary_code(error: sqlite3.Error) -> int | None:
+    """Return the primary SQLite result code of ``error`` (``SQLITE_FULL`` is 13), if known."""
+    code = getattr(error, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF
+    message = str(error)
+    return next((code for code, text in _CODE_TEXTS if text in message), None)
+
+
+def is_full(error: BaseException) -> bool:
+    """Whether ``error``, a :class:`StorageError` from :meth:`Database.run`, is SQLITE_FULL.
+
+    SQLite says "database or disk is full": no room on the disk, or the page limit reached.
+    """
+    cause = error.__cause__
+    return isinstance(cause, sqlite3.Error) and primary_code(cause) == _FULL
+
+
+def _free_bytes(path: str) -> int | None:
+    try:
+        return shutil.disk_usage(os.path.dirname(os.path.abspath(path))).free
+    except OSError:
+        return None
 
 
 def _is_busy(error: sqlite3.OperationalError) -> bool:

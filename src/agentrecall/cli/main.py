@@ -58,15 +58,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(command: Command, args: argparse.Namespace) -> int:
-    store = _open_store(args)
-    try:
-        with SyncStore(store) as memory:
-            return command(memory, args)
-    finally:
-        if isinstance(store, SQLiteStore):
-            # SyncStore closes only its event loop. Closing the connection folds the WAL back
-            # into the database file before the command returns, also when run in-process.
-            asyncio.run(store.aclose())
+    # Closing the SyncStore closes an SQLite store's connection, which folds the WAL back into
+    # the database file before the command returns, also when run in-process.
+    with SyncStore(_open_store(args)) as memory:
+        return command(memory, args)
 
 
 def _open_store(args: argparse.Namespace) -> MemoryStore:

@@ -8,13 +8,14 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from agentrecall._internal.ids import new_id
-from agentrecall._internal.sqlite import Database
+from agentrecall._internal.sqlite import Database, is_full
 from agentrecall.conversation.sessions import (
     SessionRecord,
     UnstorableMessage,
     first_failure,
     plain,
 )
+from agentrecall.errors import StorageError
 
 T = TypeVar("T")
 
@@ -46,7 +47,8 @@ class SQLiteSessions:
     one transaction, so processes sharing the file never see half a write and lose no write;
     a busy database is waited for (up to ``busy_timeout`` seconds), never reported as locked.
     Access times are updated without an fsync: losing one to a power cut only makes a session
-    look idle a little earlier. Nothing is opened until the first call.
+    look idle a little earlier. For the same reason a read on a full disk returns the session
+    without recording the access, rather than failing. Nothing is opened until the first call.
     """
 
     blocking = True
@@ -118,7 +120,17 @@ class SQLiteSessions:
                 (when, session_id),
             ).fetchall()
 
-        rows = self._run(touch, write=True, durable=False)
+        try:
+            rows = self._run(touch, write=True, durable=False)
+        except StorageError as error:
+            if not is_full(error):
+                raise
+            # The access time is a hint (it is not even fsynced), so a read must not fail for
+            # want of room to record it: serve the session as stored, idle rules applied.
+            record = self.get(session_id)
+            if record is None or (idle_before is not None and record.accessed_at < idle_before):
+                return None
+            return record
         return _record(rows[0]) if rows else None
 
     def delete(self, session_id: str | None) -> None:
