@@ -348,6 +348,73 @@ async def test_adds_keep_the_index_in_step_across_upgrades(tmp_path: Path) -> No
     await store.aclose()
 
 
+async def test_scoped_memories_and_history_survive_the_move_to_scope_numbers(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "m.db"
+    # Schema 4 kept each memory's ids in its own columns; migration 5 moves them to numbers.
+    rows = [
+        ("a1", '["ana", null, null]', "ana", None, None, "ana likes tea"),
+        ("a2", '["ana", null, "s1"]', "ana", None, "s1", "ana booked a tram"),
+        ("b1", '["bob", null, null]', "bob", None, None, "bob likes tea"),
+        ("r1", "[null, null, null]", None, None, None, "everyone likes tea"),
+    ]
+
+    def old_schema(db: sqlite3.Connection) -> None:
+        for seq, (memory_id, key, user, agent, session, content) in enumerate(rows, 1):
+            db.execute(
+                "INSERT INTO memories (seq, id, scope, user_id, agent_id, session_id, content, "
+                "content_hash, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    seq,
+                    memory_id,
+                    key,
+                    user,
+                    agent,
+                    session,
+                    content,
+                    query.content_hash(content),
+                    f"2025-01-0{seq}T00:00:00.000Z",
+                ),
+            )
+            db.execute("INSERT INTO memories_fts (rowid, content) VALUES (?, ?)", (seq, content))
+        db.execute(
+            "INSERT INTO memory_history (id, user_id, content, changed_at, change, reason) "
+            "VALUES ('b0', 'bob', 'bob liked coffee', '2025-01-01T00:00:00.000Z', 'delete', "
+            "'changed his mind')"
+        )
+        db.execute(
+            "INSERT INTO memory_history (id, user_id, agent_id, content, changed_at, change) "
+            "VALUES ('c0', 'cy', 'helper', 'cy is gone', '2025-01-01T00:00:00.000Z', 'delete')"
+        )
+
+    functions = {"agentrecall_content_hash": query.content_hash}
+    old = Database(str(path), component=COMPONENT, migrations=MIGRATIONS[:4], functions=functions)
+    old.run(old_schema, write=True)
+    old.close()
+
+    store = SQLiteStore(path)
+    ana, bob = store.scope(user_id="ana"), store.scope(user_id="bob")
+    assert [m.id for m in await ana.list()] == ["a1", "a2"]
+    assert [m.id for m in await ana.scope(session_id="s1").list()] == ["a2"]
+    assert [h.id for h in await bob.search("tea")] == ["b1"]
+    assert [h.id for h in await store.search("tea")] == ["r1", "b1", "a1"]
+    assert (await bob.add("bob likes tea")).id == "b1"  # dedup per scope survives
+    assert (await ana.add("bob likes tea")).id != "b1"
+    assert [(v.content, v.reason) for v in await bob.history("b0")] == [
+        ("bob liked coffee", "changed his mind")
+    ]
+    assert await ana.history("b0") == []
+    cy = store.scope(user_id="cy", agent_id="helper")
+    assert [v.content for v in await cy.history("c0")] == ["cy is gone"]
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        db.execute("INSERT INTO memories_fts (memories_fts) VALUES ('integrity-check')")
+        columns = {row[1] for row in db.execute("PRAGMA table_info(memories)")}
+        assert "user_id" not in columns and "scope" in columns
+    await store.aclose()
+
+
 async def test_new_ids_are_time_ordered_uuids(store: SQLiteStore) -> None:
     import uuid
 

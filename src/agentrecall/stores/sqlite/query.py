@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import re
 import unicodedata
@@ -43,19 +42,24 @@ class Scope:
     agent_id: str | None = None
     session_id: str | None = None
 
-    def key(self) -> str:
-        """Return the scope's identity as stored with each memory (dedup is per key)."""
-        return json.dumps([self.user_id, self.agent_id, self.session_id])
-
     def where(self, alias: str = "m") -> tuple[str, list[object]]:
-        """Return an SQL condition selecting this scope's memories (``1`` for the root)."""
+        """Return an SQL condition selecting this scope's rows (``1`` for the root).
+
+        The rows of ``alias`` carry a ``scope`` number; every exact scope with all of this
+        one's ids (a user's view: each of that user's sessions) is selected.
+        """
         parts: list[str] = []
         params: list[object] = []
         for column, value in self.columns().items():
             if value is not None:
-                parts.append(f"{alias}.{column} = ?")
+                parts.append(f"{column} = ?")
                 params.append(value)
-        return (" AND ".join(parts) or "1"), params
+        if not parts:
+            return "1", params
+        return (
+            f"{alias}.scope IN (SELECT scope FROM memory_scopes WHERE {' AND '.join(parts)})",
+            params,
+        )
 
     def columns(self) -> dict[str, str | None]:
         """Return the scope as column values."""

