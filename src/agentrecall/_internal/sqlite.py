@@ -16,12 +16,28 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TypeVar
 
+from agentrecall._internal.checkpoint import Checkpointer
 from agentrecall.errors import StorageError
 
 T = TypeVar("T")
 
 CACHE_KIB = 64 * 1024
 """Page cache per connection, in KiB."""
+
+CHECKPOINT_PAGES = 1_000
+"""Log size (pages) past which a small write's ``COMMIT`` checkpoints (SQLite's default).
+
+Small writes keep the log small: it is then rewritten in place, and an fsync of a file that
+does not grow costs less than one that extends it (measured: a median durable add 25% faster
+than with the log kept to 64 MiB and checkpointed in the background)."""
+
+BULK_ROWS = 1_000
+"""Rows one write must change to be bulk: its ``COMMIT`` does not checkpoint, a background
+:class:`~agentrecall._internal.checkpoint.Checkpointer` does it while the next batch is
+prepared (up to :data:`BULK_CHECKPOINT_PAGES`, when the writer does it itself)."""
+
+BULK_CHECKPOINT_PAGES = 16_384
+"""The log size (pages) past which even a bulk write's ``COMMIT`` checkpoints."""
 
 # How often a statement that found the database busy beyond the busy timeout is tried again.
 _BUSY_RETRIES = 5
@@ -55,6 +71,8 @@ class Database:
     * each :meth:`run` is one transaction: it all happens or none of it does, also for
       other processes sharing the file (WAL mode);
     * a durable write is fsynced before :meth:`run` returns (``synchronous=FULL``);
+    * a bulk write (:data:`BULK_ROWS`) does not wait for a checkpoint: a background thread
+      copies the log into the file (:class:`~agentrecall._internal.checkpoint.Checkpointer`);
     * a busy database is waited for (``busy_timeout`` seconds, then a few retries); SQLite's
       "database is locked" does not reach the caller unless the wait is really exhausted;
     * every SQLite failure is raised as :class:`~agentrecall.errors.StorageError` naming the
@@ -81,6 +99,8 @@ class Database:
         self._busy_timeout = busy_timeout
         self._connection: sqlite3.Connection | None = None
         self._lock = threading.Lock()
+        self._checkpointer = Checkpointer(path, busy_timeout=busy_timeout)
+        self._durable = True  # the connection's synchronous setting: FULL (True) or NORMAL
 
     def run(
         self,
@@ -100,8 +120,7 @@ class Database:
             for attempt in range(_BUSY_RETRIES + 1):
                 try:
                     db = self._connection or self._open()
-                    with transaction(db, write=write, durable=durable):
-                        return operation(db)
+                    return self._attempt(db, operation, write=write, durable=durable)
                 except sqlite3.OperationalError as error:
                     if not _is_busy(error) or attempt == _BUSY_RETRIES:
                         raise self._error(error) from error
@@ -110,9 +129,37 @@ class Database:
                     raise self._error(error) from error
         raise AssertionError("unreachable: the loop returns or raises")
 
+    def _attempt(
+        self,
+        db: sqlite3.Connection,
+        operation: Callable[[sqlite3.Connection], T],
+        *,
+        write: bool,
+        durable: bool,
+    ) -> T:
+        if write and durable != self._durable:
+            # Set only on a change: the pragma costs as much as a small insert.
+            db.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
+            self._durable = durable
+        before = db.total_changes
+        bulk = False
+        try:
+            with transaction(db, write=write):
+                result = operation(db)
+                bulk = write and db.total_changes - before >= BULK_ROWS
+                if bulk:
+                    db.execute(f"PRAGMA wal_autocheckpoint = {BULK_CHECKPOINT_PAGES}")
+        finally:
+            if bulk:
+                db.execute(f"PRAGMA wal_autocheckpoint = {CHECKPOINT_PAGES}")
+        if bulk:
+            self._checkpointer.nudge()
+        return result
+
     def close(self) -> None:
         """Close the connection; the next :meth:`run` opens it again."""
         with self._lock:
+            self._checkpointer.stop()
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
@@ -160,6 +207,9 @@ class Database:
             # SQLite's default page cache is 2 MiB; B-tree inserts into large indexes then go
             # to the OS for most pages. 64 MiB keeps the hot part of a million-row store cached.
             db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+            db.execute(f"PRAGMA wal_autocheckpoint = {CHECKPOINT_PAGES}")
+            db.execute("PRAGMA synchronous = FULL")
+            self._durable = True
             self._migrate(db)
         except BaseException:
             db.close()
@@ -181,7 +231,7 @@ class Database:
 
     def _migrate(self, db: sqlite3.Connection) -> None:
         latest = len(self._migrations)
-        with transaction(db, write=True, durable=True):
+        with transaction(db, write=True):
             db.execute(
                 "CREATE TABLE IF NOT EXISTS agentrecall_schema "
                 "(component TEXT PRIMARY KEY, version INTEGER NOT NULL)"
@@ -206,10 +256,9 @@ class Database:
 
 
 @contextmanager
-def transaction(db: sqlite3.Connection, *, write: bool, durable: bool) -> Iterator[None]:
+def transaction(db: sqlite3.Connection, *, write: bool) -> Iterator[None]:
     """Run the ``with`` block as one transaction; roll back on any exception."""
     if write:
-        db.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
         # IMMEDIATE takes the write lock up front, so two writers wait instead of deadlocking.
         db.execute("BEGIN IMMEDIATE")
     else:

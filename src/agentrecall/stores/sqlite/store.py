@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import json
 import os
@@ -18,6 +17,7 @@ from agentrecall._internal.ids import new_time_ordered_ids
 from agentrecall._internal.jsonvalue import check_json_object
 from agentrecall._internal.paths import agentrecall_home, sanitize_name
 from agentrecall._internal.sqlite import Database
+from agentrecall._internal.worker import Worker
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.retrieval.filters import check_filter, to_sql
 from agentrecall.stores.base import Capability
@@ -141,6 +141,7 @@ class SQLiteStore:
             functions={"agentrecall_content_hash": content_hash},
         )
         self._scope = Scope()
+        self._worker = Worker(f"agentrecall {self._path}")
 
     @property
     def path(self) -> str:
@@ -435,7 +436,7 @@ class SQLiteStore:
         return " AND ".join(parts), values
 
     async def _offload(self, function: Callable[..., T], *args: Any) -> T:
-        return await asyncio.to_thread(function, *args)
+        return await self._worker.run(function, *args)
 
     async def _read(self, sql: str, params: Params) -> Rows:
         return await self._offload(self._db.run, lambda db: db.execute(sql, params).fetchall())
