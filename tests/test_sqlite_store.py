@@ -284,13 +284,16 @@ def test_eight_processes_lose_nothing(tmp_path: Path) -> None:
     assert count == 200
 
 
-def test_a_writer_killed_mid_batch_leaves_every_acknowledged_write(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fsync", [True, False])
+def test_a_writer_killed_mid_batch_leaves_every_acknowledged_write(
+    tmp_path: Path, fsync: bool
+) -> None:
     path = tmp_path / "killed.db"
     code = (
         "import asyncio\n"
         "from agentrecall.stores.sqlite import SQLiteStore\n"
         "async def main():\n"
-        f"    store = SQLiteStore({str(path)!r})\n"
+        f"    store = SQLiteStore({str(path)!r}, fsync={fsync})\n"
         "    n = 0\n"
         "    while True:\n"
         "        items = [(f'batch {n} item {k}', None) for k in range(200)]\n"
@@ -314,6 +317,23 @@ def test_a_writer_killed_mid_batch_leaves_every_acknowledged_write(tmp_path: Pat
     assert all(i in stored for batch in acknowledged for i in batch)
     assert len(stored) % 200 == 0  # whole batches only
     assert fts == len(stored)
+
+
+@pytest.mark.parametrize(("fsync", "synchronous"), [(True, 2), (False, 1)])
+async def test_fsync_decides_how_writes_are_synced(
+    tmp_path: Path, fsync: bool, synchronous: int
+) -> None:
+    store = SQLiteStore(tmp_path / "m.db", fsync=fsync)
+    await store.add("a fact")
+    # 2 is SQLite's FULL (fsync at each commit), 1 is NORMAL (handed to the OS at commit).
+    setting = store._db.run(lambda db: db.execute("PRAGMA synchronous").fetchone()[0])
+    assert setting == synchronous
+    await store.aclose()
+
+
+def test_fsync_must_be_a_bool() -> None:
+    with pytest.raises(InvalidArgumentError, match="fsync must be True or False"):
+        SQLiteStore(":memory:", fsync="no")  # type: ignore[arg-type]
 
 
 async def test_works_inside_our_manager(store: SQLiteStore) -> None:
