@@ -32,7 +32,8 @@ __all__ = [
     "store_kind",
 ]
 
-DEFAULT_BATCH = 1000
+DEFAULT_BATCH = 10_000
+"""Memories per batch: large enough that a bulk import into SQLite is not slowed by commits."""
 
 STORE_SUFFIXES = {".json": "json", ".db": "sqlite", ".sqlite": "sqlite", ".sqlite3": "sqlite"}
 """The file extensions :func:`open_store` knows, and the kind of store each one opens."""
