@@ -14,6 +14,9 @@ What is measured, per size, each in its own fresh temp database:
 * search: median and p99 of :data:`QUERIES` questions, top 10, after :data:`QUERY_WARMUP`
   warm-up questions, run in a fresh child process (``sys.executable``) that opens the
   database, so that its peak RSS (``ru_maxrss``) is that of a process that only searches;
+  then the same questions in a scope view holding :data:`SCOPED` of the memories (added to
+  the store in one ``add_many`` after the import), to show what a small scope in a large
+  store costs;
 * at 10k only, in the same run: agentrecall ``JsonFileStore`` and Strands' reference
   ``TestMemoryStore`` on a JSON file written directly in the shared format, median ``add``
   (:data:`JSON_ADDS` samples) and median search over the same questions.
@@ -63,6 +66,7 @@ SMALL_BATCH, SMALL_BATCHES = 5_000, 4
 ADDS, ADD_WARMUP = 200, 5
 JSON_ADDS = 50
 QUERIES, QUERY_WARMUP = 200, 20
+SCOPED, SCOPE_USER = 2_000, "bench-user"
 OPTIONS = {"max_search_results": 10}
 IMPORT_TARGET = 30_000  # entries/s
 ADD_TARGET_MS = 1.0  # median
@@ -100,16 +104,18 @@ def search_child(path: str) -> None:
     """Child process: search the database with the questions on stdin; print timings, RSS."""
     job = json.load(sys.stdin)
 
-    async def run() -> list[float]:
+    async def run() -> tuple[list[float], list[float]]:
         store = SQLiteStore(path)
         try:
-            return await time_searches(store, job["questions"], job["warmup"])
+            everyone = await time_searches(store, job["questions"], job["warmup"])
+            scoped = store.scope(user_id=SCOPE_USER)
+            return everyone, await time_searches(scoped, job["questions"], job["warmup"])
         finally:
             await store.aclose()
 
-    timings = asyncio.run(run())
+    timings, scoped = asyncio.run(run())
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-    json.dump({"timings": timings, "peak_mb": peak_mb}, sys.stdout)
+    json.dump({"timings": timings, "scoped": scoped, "peak_mb": peak_mb}, sys.stdout)
 
 
 async def time_paired_adds(
@@ -127,7 +133,7 @@ async def time_paired_adds(
 
 def bench_sqlite(size: int, questions: list[str], warmup: list[str]) -> dict[str, Any]:
     """Import, add and search at one size in a fresh temp database."""
-    extra = 2 * (ADD_WARMUP + ADDS) + SMALL_BATCH * SMALL_BATCHES
+    extra = 2 * (ADD_WARMUP + ADDS) + SMALL_BATCH * SMALL_BATCHES + SCOPED
     items = corpus(size + extra)
     with tempfile.TemporaryDirectory(prefix=f"bench-sqlite-{size}-") as tmp:
         path = os.path.join(tmp, "memory.db")
@@ -136,6 +142,8 @@ def bench_sqlite(size: int, questions: list[str], warmup: list[str]) -> dict[str
             store, fast = SQLiteStore(path), SQLiteStore(path, fsync=False)
             try:
                 spent = await bulk_import(store, items, size, BATCH)
+                user = store.scope(user_id=SCOPE_USER)
+                await user.add_many(list(itertools.islice(items, SCOPED)))
                 pairs = list(itertools.islice(items, 2 * (ADD_WARMUP + ADDS)))
                 return spent, *await time_paired_adds(store, fast, pairs, ADD_WARMUP)
             finally:
@@ -170,6 +178,7 @@ def bench_sqlite(size: int, questions: list[str], warmup: list[str]) -> dict[str
         "adds": adds,
         "fast_adds": fast_adds,
         "searches": found["timings"],
+        "scoped": found["scoped"],
         "peak_mb": found["peak_mb"],
         "file_mb": megabytes,
     }
@@ -290,8 +299,9 @@ def render(rows: list[dict[str, Any]], elapsed: float, load: tuple[float, ...]) 
         "",
         f"| store | entries | import /s ({BATCH // 1000}k per call) | import /s "
         f"({SMALL_BATCH // 1000}k per call) | add median ms | add p99 ms | add median ms, "
-        "fsync=False | search median ms | search p99 ms | peak RSS MB | file MB |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"fsync=False | search median ms | search p99 ms | scoped search ({SCOPED // 1000}k "
+        "memories) median / p99 ms | peak RSS MB | file MB |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         rate = f"{r['rate']:,.0f}" if "rate" in r else "–"
@@ -299,11 +309,16 @@ def render(rows: list[dict[str, Any]], elapsed: float, load: tuple[float, ...]) 
         fast = ms(statistics.median(r["fast_adds"])) if "fast_adds" in r else "–"
         rss = f"{r['peak_mb']:.0f}" if "peak_mb" in r else "–"
         size_mb = f"{r['file_mb']:.0f}" if "file_mb" in r else "–"
+        scoped = (
+            f"{ms(statistics.median(r['scoped']))} / {ms(percentile(r['scoped'], 99))}"
+            if "scoped" in r
+            else "–"
+        )
         lines.append(
             f"| {r['store']} | {r['size']:,} | {rate} | {small_rate} "
             f"| {ms(statistics.median(r['adds']))} | {ms(percentile(r['adds'], 99))} | {fast} "
             f"| {ms(statistics.median(r['searches']))} "
-            f"| {ms(percentile(r['searches'], 99))} | {rss} | {size_mb} |"
+            f"| {ms(percentile(r['searches'], 99))} | {scoped} | {rss} | {size_mb} |"
         )
     lines += ["", "Targets (issue #5, Speed and scale):", "", *verdicts(rows)]
     return "\n".join(lines) + "\n"

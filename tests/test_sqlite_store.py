@@ -79,7 +79,8 @@ async def test_ties_go_to_the_newer_memory(store: SQLiteStore) -> None:
 def test_query_terms_fold_and_split_like_the_index() -> None:
     assert query_terms("What did Caroline paint, the café?") == ["cafe", "caroline", "paint"]
     assert query_terms("snake_case and Ünïcode") == ["case", "snake", "unicode"]
-    assert match_expression(['he"llo', "x"]) == '"he""llo" OR "x"'
+    assert match_expression(['he"llo', "x"]) == 'content : ("he""llo" OR "x")'
+    assert match_expression(["x"], [3, 17]) == 'content : ("x") AND scope : ("3" OR "17")'
 
 
 def test_document_frequency_is_exact_below_the_probe_and_estimated_above() -> None:
@@ -126,6 +127,47 @@ async def test_a_small_scope_in_a_larger_store_finds_its_memories(
     assert filtered == []
     newest = await store.search("trip lake", {"max_search_results": 3})
     assert [h.content for h in newest] == [f"another trip to the lake {i}" for i in (599, 598, 597)]
+
+
+async def test_query_words_never_match_the_indexed_scope_numbers(store: SQLiteStore) -> None:
+    await store.add("kelp forests")  # scope number 0
+    ana = store.scope(user_id="ana")
+    await ana.add("ana likes kelp")  # scope number 1
+    assert await store.search("0 1") == []
+    assert [h.content for h in await ana.search("kelp 1")] == ["ana likes kelp"]
+    await store.add("room 101 and room 1")
+    assert [h.content for h in await store.search("1")] == ["room 101 and room 1"]
+
+
+@pytest.mark.parametrize("wide", [False, True])
+async def test_a_view_over_many_sessions_finds_them_all_and_no_one_else(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch, wide: bool
+) -> None:
+    if wide:  # more sessions than a full-text query names: each posting is checked instead
+        monkeypatch.setattr(query, "SCOPE_TERMS", 3)
+    ana = store.scope(user_id="ana")
+    for n in range(6):
+        await ana.scope(session_id=f"s{n}").add(f"ana packed item {n} for the trip")
+    await store.scope(user_id="bob").add("bob packed item 9 for the trip")
+    await store.add("someone packed item 8 for the trip")
+    hits = await ana.search("packed trip", {"max_search_results": 10})
+    assert sorted(h.content for h in hits) == [
+        f"ana packed item {n} for the trip" for n in range(6)
+    ]
+    session = await ana.scope(session_id="s2").search("packed trip")
+    assert [h.content for h in session] == ["ana packed item 2 for the trip"]
+    assert await store.scope(user_id="cy").search("packed trip") == []
+    assert len(await store.search("packed trip")) == 8
+    await ana.update(hits[0].id, content="ana unpacked it all")
+    await ana.delete(hits[1].id)
+    assert len(await ana.search("packed trip")) == 4
+    assert [h.content for h in await ana.search("unpacked")] == ["ana unpacked it all"]
+
+    def check(db: sqlite3.Connection) -> None:
+        # Compares the index, scope numbers included, with what the memories table holds.
+        db.execute("INSERT INTO memories_fts (memories_fts) VALUES ('integrity-check')")
+
+    store._db.run(check, write=True)
 
 
 async def test_scopes_do_not_leak(store: SQLiteStore) -> None:

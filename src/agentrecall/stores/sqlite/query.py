@@ -28,6 +28,10 @@ NEWEST_POSTINGS = 300
 CANDIDATES = 100
 """How many candidates the index picks for the exact BM25 rerank."""
 
+SCOPE_TERMS = 64
+"""A view over at most this many exact scopes names them in its full-text queries; a wider
+one (say, an agent with thousands of sessions) checks each posting's memory instead."""
+
 K1 = 1.2
 B = 0.75
 
@@ -48,6 +52,14 @@ class Scope:
         The rows of ``alias`` carry a ``scope`` number; every exact scope with all of this
         one's ids (a user's view: each of that user's sessions) is selected.
         """
+        numbers = self.numbers()
+        if numbers is None:
+            return "1", []
+        sql, params = numbers
+        return f"{alias}.scope IN ({sql})", params
+
+    def numbers(self) -> tuple[str, list[object]] | None:
+        """Return SQL selecting the numbers of the exact scopes this view sees; the root: None."""
         parts: list[str] = []
         params: list[object] = []
         for column, value in self.columns().items():
@@ -55,11 +67,8 @@ class Scope:
                 parts.append(f"{column} = ?")
                 params.append(value)
         if not parts:
-            return "1", params
-        return (
-            f"{alias}.scope IN (SELECT scope FROM memory_scopes WHERE {' AND '.join(parts)})",
-            params,
-        )
+            return None
+        return f"SELECT scope FROM memory_scopes WHERE {' AND '.join(parts)}", params
 
     def columns(self) -> dict[str, str | None]:
         """Return the scope as column values."""
@@ -251,9 +260,18 @@ def averages(record: bytes | None) -> tuple[int, int]:
     return (values + [0, 0])[0], (values + [0, 0])[1]
 
 
-def match_expression(terms: list[str]) -> str:
-    """Return an FTS5 query that matches any of ``terms``, each quoted as a literal string."""
-    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+def match_expression(terms: list[str], scopes: Sequence[int] | None = None) -> str:
+    """Return an FTS5 query matching any of ``terms`` in the text, within ``scopes`` if given.
+
+    Each term is quoted as a literal string and confined to the ``content`` column, so that a
+    query word never matches the scope numbers indexed beside it.
+    """
+    words = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+    expression = f"content : ({words})"
+    if scopes is not None:
+        numbers = " OR ".join(f'"{int(number)}"' for number in scopes)
+        expression += f" AND scope : ({numbers})"
+    return expression
 
 
 def timestamp(value: datetime | str | None, argument: str) -> str | None:

@@ -104,8 +104,10 @@ MIGRATIONS = [
     # Scopes move to their own small table and memories point at them by number: the dedup index
     # shrinks from about 40 to about 24 bytes an entry and the three partial scope indexes go,
     # which made bulk imports about 15% faster at a million memories; a scoped read selects
-    # ``scope IN (...)``, served by the dedup index. The full-text index drops its per-row token
-    # counts (``columnsize=0``), which search never reads: BM25 is recomputed from the text.
+    # ``scope IN (...)``, served by the dedup index. The full-text index also indexes each
+    # memory's scope number, so a scoped search narrows its postings inside the index instead
+    # of looking up every posting's memory; it drops its per-row token counts
+    # (``columnsize=0``), which search never reads: BM25 is recomputed from the text.
     """
     CREATE TABLE memory_scopes (
         scope INTEGER PRIMARY KEY,
@@ -169,18 +171,18 @@ MIGRATIONS = [
     CREATE INDEX memories_expiry ON memories (expires_at) WHERE expires_at IS NOT NULL;
     CREATE INDEX memory_history_id ON memory_history (id, seq);
     CREATE VIRTUAL TABLE memories_fts USING fts5 (
-        content, content='memories', content_rowid='seq',
+        content, scope, content='memories', content_rowid='seq',
         tokenize='unicode61 remove_diacritics 2', columnsize=0
     );
     INSERT INTO memories_fts (memories_fts) VALUES ('rebuild');
     CREATE TRIGGER memories_removed AFTER DELETE ON memories BEGIN
-        INSERT INTO memories_fts (memories_fts, rowid, content)
-            VALUES ('delete', old.seq, old.content);
+        INSERT INTO memories_fts (memories_fts, rowid, content, scope)
+            VALUES ('delete', old.seq, old.content, old.scope);
     END;
     CREATE TRIGGER memories_rewritten AFTER UPDATE OF content ON memories BEGIN
-        INSERT INTO memories_fts (memories_fts, rowid, content)
-            VALUES ('delete', old.seq, old.content);
-        INSERT INTO memories_fts (rowid, content) VALUES (new.seq, new.content);
+        INSERT INTO memories_fts (memories_fts, rowid, content, scope)
+            VALUES ('delete', old.seq, old.content, old.scope);
+        INSERT INTO memories_fts (rowid, content, scope) VALUES (new.seq, new.content, new.scope);
     END;
     """,
 ]

@@ -15,6 +15,8 @@ from agentrecall._internal.sqlite import Database
 from agentrecall.stores.sqlite.query import (
     CANDIDATES,
     PROBE_POSTINGS,
+    SCOPE_TERMS,
+    Scope,
     averages,
     bm25,
     candidate_query,
@@ -38,12 +40,17 @@ def ranked_search(
     limit: int,
     where: str,
     params: list[object],
-    narrowed: bool,
+    scope: Scope,
+    filtered: bool,
 ) -> list[MemoryEntry]:
     """Pick candidates with the bounded plan of ``plan_terms``, then rank them by BM25.
 
-    Conditions other than expiry go inside the candidate query when ``narrowed``, so that a
-    small scope or a selective filter still finds its own memories among many others.
+    ``where`` (over alias ``m``, with ``params``) selects the memories the search may return.
+    A small scope or a selective filter still finds its own memories among many others: the
+    scope narrows each term's postings inside the full-text index (which indexes scope
+    numbers), and with ``filtered`` (metadata or time conditions), or a view spanning more
+    than ``SCOPE_TERMS`` scopes, ``where`` is checked for each posting before the newest-
+    postings limits.
     """
     wanted = max(CANDIDATES, limit)
 
@@ -56,6 +63,15 @@ def ranked_search(
         first, last = db.execute(
             "SELECT (SELECT min(seq) FROM memories), (SELECT max(seq) FROM memories)"
         ).fetchone()
+        scopes: list[int] | None = None
+        inside = filtered
+        numbers = scope.numbers()
+        if numbers is not None:
+            scopes = [row[0] for row in db.execute(*numbers)]
+            if not scopes:
+                return [], {}, 0.0
+            if len(scopes) > SCOPE_TERMS:
+                scopes, inside = None, True
         df = {}
         for term in terms:
             newest, lowest = db.execute(PROBE, [match_expression([term])]).fetchone()
@@ -64,11 +80,11 @@ def ranked_search(
         values: list[object] = []
         for plan in plans:
             if plan.postings != 0:
-                values += [plan.weight, match_expression([plan.term])]
-                values += params if narrowed else []
+                values += [plan.weight, match_expression([plan.term], scopes)]
+                values += params if inside else []
         if not values:
             return [], {}, 0.0
-        candidates = candidate_query(plans, where if narrowed else None, wanted)
+        candidates = candidate_query(plans, where if inside else None, wanted)
         rows = db.execute(
             "SELECT m.seq, m.id, m.content, m.metadata "
             f"FROM ({candidates}) AS c JOIN memories AS m ON m.seq = c.id WHERE {where}",

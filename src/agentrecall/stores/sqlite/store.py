@@ -269,9 +269,10 @@ class SQLiteStore:
         terms = query_terms(query)
         if not terms:
             return []
-        narrowed = self._scope != Scope() or filter is not None
-        narrowed = narrowed or created_after is not None or created_before is not None
-        return await self._offload(ranked_search, self._db, terms, limit, where, params, narrowed)
+        filtered = filter is not None or created_after is not None or created_before is not None
+        return await self._offload(
+            ranked_search, self._db, terms, limit, where, params, self._scope, filtered
+        )
 
     async def get(self, memory_id: str) -> MemoryRecord | None:
         """Return the memory with ``memory_id`` in this scope, or ``None``."""

@@ -59,13 +59,16 @@ def insert_rows(
             cursor = db.execute(insert, row)
             if cursor.rowcount == 1:
                 added.append((cursor.lastrowid, row[1]))
-        db.executemany("INSERT INTO memories_fts (rowid, content) VALUES (?, ?)", added)
+        db.executemany(
+            f"INSERT INTO memories_fts (rowid, content, scope) VALUES (?, ?, {int(scope)})", added
+        )
         return len(added)
     # Row ids only grow inside this write transaction: the new rows are those above ``last``.
     last = db.execute("SELECT max(seq) FROM memories").fetchone()[0] or 0
     db.executemany(insert, rows)
     indexed: int = db.execute(
-        "INSERT INTO memories_fts (rowid, content) SELECT seq, content FROM memories WHERE seq > ?",
+        "INSERT INTO memories_fts (rowid, content, scope) "
+        "SELECT seq, content, scope FROM memories WHERE seq > ?",
         (last,),
     ).rowcount
     return indexed
