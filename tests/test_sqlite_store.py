@@ -484,3 +484,38 @@ async def test_new_ids_are_time_ordered_uuids(store: SQLiteStore) -> None:
     await asyncio.sleep(0.002)
     second = (await store.add("second fact")).id
     assert uuid.UUID(first).version == 7 and first < second
+
+
+async def test_a_large_batch_is_built_while_the_index_works_and_stays_one_batch(
+    store: SQLiteStore,
+) -> None:
+    before = await store.add("walrus number 7")
+    items: list[tuple[str, dict[str, object] | None]] = [
+        (f"walrus number {i}", {"i": i}) for i in range(12_000)
+    ]
+    items[11_500] = ("walrus number 3", None)  # a duplicate of an earlier chunk's item
+    results = await store.add_many(items)
+    assert len(results) == 12_000
+    assert results[7].id == before.id and results[11_500].id == results[3].id
+    ids = [r.id for r in results]
+    assert len(set(ids)) == 12_000 - 1 and ids[8:11_500] == sorted(ids[8:11_500])
+    assert await store.count() == 11_999
+    for i in (0, 5_000, 9_999, 11_999):
+        hits = await store.search(f"number {i}", {"max_search_results": 1})
+        assert [h.metadata["i"] for h in hits] == [i]
+
+    def check(db: sqlite3.Connection) -> None:
+        db.execute("INSERT INTO memories_fts (memories_fts) VALUES ('integrity-check')")
+
+    store._db.run(check, write=True)
+
+
+async def test_a_bad_item_late_in_a_large_batch_stores_nothing(store: SQLiteStore) -> None:
+    items: list[tuple[str, dict[str, object] | None]] = [(f"fact {i}", None) for i in range(11_000)]
+    items[10_500] = ("fact", {"bad": {1, 2}})  # a set is not JSON
+    with pytest.raises(InvalidArgumentError, match=r"metadata \(item 10500\)"):
+        await store.add_many(items)
+    items[10_500] = ("   ", None)
+    with pytest.raises(InvalidArgumentError, match=r"content \(item 10500\)"):
+        await store.add_many(items)
+    assert await store.count() == 0 and await store.search("fact") == []

@@ -28,12 +28,19 @@ def check_items(items: Iterable[tuple[str, JsonObject | None]]) -> Items:
     """
     batch = list(items)
     for index, (content, metadata) in enumerate(batch):
-        where = "" if len(batch) == 1 else f" (item {index})"
-        if not isinstance(content, str) or not content.strip():
-            raise InvalidArgumentError(f"content{where} must be a non-blank string")
-        if metadata is not None:
-            check_json_object(metadata, f"metadata{where}")
+        check_item(content, metadata, "" if len(batch) == 1 else f" (item {index})")
     return batch
+
+
+def check_item(content: object, metadata: object, where: str) -> None:
+    """Refuse blank or non-string content and metadata that is not ``None`` or a JSON object.
+
+    ``where`` follows the argument's name in messages, e.g. ``" (item 3)"``.
+    """
+    if not isinstance(content, str) or not content.strip():
+        raise InvalidArgumentError(f"content{where} must be a non-blank string")
+    if metadata is not None:
+        check_json_object(metadata, f"metadata{where}")
 
 
 def seconds(value: float | timedelta | None, argument: str) -> float | None:

@@ -7,11 +7,13 @@ share one discipline and may share one file: each component records its schema v
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TypeVar
@@ -159,10 +161,23 @@ class Database:
     def close(self) -> None:
         """Close the connection; the next :meth:`run` opens it again."""
         with self._lock:
-            self._checkpointer.stop()
-            if self._connection is not None:
-                self._connection.close()
-                self._connection = None
+            self._close()
+
+    def _close(self) -> None:
+        self._checkpointer.stop()
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+        _OPEN.discard(self)
+
+    def _close_at_exit(self) -> None:
+        # A daemon thread may hold the lock forever at exit; then the file stays as SQLite
+        # leaves it after a crash, which the next open recovers.
+        if self._lock.acquire(timeout=1.0):
+            try:
+                self._close()
+            finally:
+                self._lock.release()
 
     def _error(self, error: sqlite3.Error) -> StorageError:
         code = primary_code(error)
@@ -215,6 +230,7 @@ class Database:
             db.close()
             raise
         self._connection = db
+        _OPEN.add(self)
         return db
 
     def _check_is_ours(self, db: sqlite3.Connection) -> None:
@@ -309,6 +325,22 @@ def _free_bytes(path: str) -> int | None:
         return shutil.disk_usage(os.path.dirname(os.path.abspath(path))).free
     except OSError:
         return None
+
+
+_OPEN: weakref.WeakSet[Database] = weakref.WeakSet()
+"""Databases with an open connection, closed at interpreter exit."""
+
+
+@atexit.register
+def _close_open_databases() -> None:
+    """Close what is still open when Python exits.
+
+    The last connection to close folds the write-ahead log into the database file and removes
+    the ``-wal`` and ``-shm`` files, so a program that never closed its store still leaves one
+    tidy file behind (nothing would be lost either way).
+    """
+    for database in list(_OPEN):
+        database._close_at_exit()
 
 
 def _is_busy(error: sqlite3.OperationalError) -> bool:

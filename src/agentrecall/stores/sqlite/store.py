@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any, ClassVar, TypeVar
 
-from agentrecall._internal.checks import check_items, check_limit, seconds
+from agentrecall._internal.checks import check_item, check_items, check_limit, seconds
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall._internal.ids import new_time_ordered_ids
 from agentrecall._internal.jsonvalue import check_json_object
@@ -28,6 +28,8 @@ from agentrecall.stores.sqlite.rows import record as _record
 from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
 from agentrecall.stores.sqlite.search import ranked_search
 from agentrecall.stores.sqlite.writes import (
+    Row,
+    insert_pipelined,
     insert_rows,
     keep_versions,
     purge_expired,
@@ -51,6 +53,9 @@ Strings = list[str]
 ImportRow = tuple[str | bytes | None, ...]
 ImportRows = list[ImportRow]
 _KEY_CHUNK = 500  # bound parameters per IN (...) list, well under SQLite's limit
+# Memories per chunk of a large add_many: one chunk's rows are built while SQLite indexes the
+# one before, and building takes about as long as indexing at this size.
+_PIPELINE_CHUNK = 5_000
 # Time filters and expiry compare these strings, so only the stored shape sorts correctly.
 _STORED_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 # Metadata was checked to be a finite, acyclic JSON object; one encoder spares ``json.dumps``
@@ -218,11 +223,20 @@ class SQLiteStore:
     ) -> AddResults:
         """Add a batch in one transaction; results follow the input order.
 
-        Every item is checked first, so a bad item stores nothing; duplicates within the batch
-        and against the store dedup like separate adds.
+        A bad item (its index is in the message) stores nothing of the batch; duplicates within
+        the batch and against the store dedup like separate adds. Large batches are the fast
+        way to load many memories: their rows are prepared while SQLite indexes the previous
+        5,000.
         """
-        checked = self._checked(list(items))
-        return await self._add(checked, self._expiry(ttl, None)) if checked else []
+        self._check_writable()
+        batch = list(items)
+        if len(batch) <= _PIPELINE_CHUNK:
+            batch = check_items(batch)
+            return await self._add(batch, self._expiry(ttl, None)) if batch else []
+        # A large batch is checked in the worker, chunk by chunk, while SQLite indexes the
+        # chunk before; a bad item still stores nothing, as the transaction is rolled back.
+        expiry = self._expiry(ttl, None)
+        return await self._offload(self._add_blocking, batch, expiry, False)
 
     async def import_records(self, records: Iterable[MemoryRecord]) -> int:
         """Store copies of memories, keeping their ids and timestamps; return how many were new.
@@ -453,27 +467,40 @@ class SQLiteStore:
 
     # --- blocking work, in worker threads -----------------------------------------------------
 
-    def _add_blocking(self, items: Items, expires_at: str | None) -> AddResults:
+    def _add_blocking(self, items: Items, expires_at: str | None, checked: bool) -> AddResults:
         now = utc_timestamp()
-        rows = [
-            (
-                memory_id,
-                content,
-                content_hash(content),
-                None if metadata is None else _encode(metadata),
-                now,
-                None,
-                expires_at,
-            )
-            for memory_id, (content, metadata) in zip(
-                new_time_ordered_ids(len(items)), items, strict=True
-            )
-        ]
+
+        def build(chunk: int) -> list[Row]:
+            start = chunk * _PIPELINE_CHUNK
+            part = items[start : start + _PIPELINE_CHUNK]
+            if not checked:
+                for index, (content, metadata) in enumerate(part, start):
+                    check_item(content, metadata, f" (item {index})")
+            return [
+                (
+                    memory_id,
+                    content,
+                    content_hash(content),
+                    None if metadata is None else _encode(metadata),
+                    now,
+                    None,
+                    expires_at,
+                )
+                for memory_id, (content, metadata) in zip(
+                    new_time_ordered_ids(len(part)), part, strict=True
+                )
+            ]
 
         def write(db: sqlite3.Connection) -> AddResults:
             purge_expired(db, now)
             scope = scope_number(db, self._scope)
-            added = insert_rows(db, scope, rows, "ON CONFLICT (scope, content_hash) DO NOTHING")
+            conflict = "ON CONFLICT (scope, content_hash) DO NOTHING"
+            chunks = -(-len(items) // _PIPELINE_CHUNK)
+            if chunks == 1:
+                rows = build(0)
+                added = insert_rows(db, scope, rows, conflict)
+            else:
+                added, rows = insert_pipelined(db, scope, chunks, build, conflict)
             if added == len(rows):  # no duplicate, in the batch or before it
                 return [AddResult(id=row[0]) for row in rows]
             keys = list(dict.fromkeys(row[2] for row in rows))
@@ -504,7 +531,7 @@ class SQLiteStore:
         return self._db.run(write, write=True, durable=self._fsync)
 
     async def _add(self, items: Items, expires_at: str | None) -> AddResults:
-        return await self._offload(self._add_blocking, items, expires_at)
+        return await self._offload(self._add_blocking, items, expires_at, True)
 
     def _update_blocking(
         self,

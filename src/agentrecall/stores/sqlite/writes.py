@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from agentrecall.stores.sqlite.query import Scope
@@ -76,6 +77,43 @@ def insert_rows(
 
 _ROW_BY_ROW = 16
 """Batches up to this size are inserted one statement per row (see :func:`insert_rows`)."""
+
+Row = Sequence[Any]
+
+
+def insert_pipelined(
+    db: sqlite3.Connection,
+    scope: int,
+    chunks: int,
+    build: Callable[[int], list[Row]],
+    conflict: str,
+) -> tuple[int, list[Row]]:
+    """Insert ``chunks`` chunks of rows made by ``build(k)``; return (rows added, all rows).
+
+    Like :func:`insert_rows`, chunk after chunk, with one difference: while SQLite indexes
+    chunk ``k`` (a single statement, during which Python's lock is free) a helper thread builds
+    chunk ``k + 1`` (checks, ids, digests, JSON). Building never overlaps the row inserts, which
+    need Python's lock for every row. An error in ``build`` surfaces here, before anything of
+    its chunk is written.
+    """
+    insert = _INSERT.format(scope=int(scope)) + conflict
+    built: list[Row] = []
+    added = 0
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentrecall rows") as helper:
+        pending = helper.submit(build, 0)
+        for k in range(chunks):
+            rows = pending.result()
+            built.extend(rows)
+            last = db.execute("SELECT max(seq) FROM memories").fetchone()[0] or 0
+            db.executemany(insert, rows)
+            if k + 1 < chunks:
+                pending = helper.submit(build, k + 1)
+            added += db.execute(
+                "INSERT INTO memories_fts (rowid, content, scope) "
+                "SELECT seq, content, scope FROM memories WHERE seq > ?",
+                (last,),
+            ).rowcount
+    return added, built
 
 
 def keep_versions(
