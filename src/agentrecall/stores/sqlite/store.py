@@ -213,7 +213,9 @@ class SQLiteStore:
             expires_at: when this memory expires (aware datetime or ISO 8601 string).
         """
         expiry = self._expiry(ttl, expires_at)
-        return (await self._add(self._checked([(content, metadata)]), expiry))[0]
+        self._check_writable()
+        checked = check_items([(content, metadata)])
+        return (await self._offload(self._add_blocking, checked, expiry, True))[0]
 
     async def add_many(
         self,
@@ -229,14 +231,16 @@ class SQLiteStore:
         5,000.
         """
         self._check_writable()
-        batch = list(items)
-        if len(batch) <= _PIPELINE_CHUNK:
-            batch = check_items(batch)
-            return await self._add(batch, self._expiry(ttl, None)) if batch else []
-        # A large batch is checked in the worker, chunk by chunk, while SQLite indexes the
-        # chunk before; a bad item still stores nothing, as the transaction is rolled back.
         expiry = self._expiry(ttl, None)
-        return await self._offload(self._add_blocking, batch, expiry, False)
+        batch = list(items)
+        if not batch:
+            return []
+        # A batch larger than a chunk is checked in the worker, chunk by chunk, while SQLite
+        # indexes the chunk before; a bad item still stores nothing (one transaction).
+        checked = len(batch) <= _PIPELINE_CHUNK
+        if checked:
+            check_items(batch)
+        return await self._offload(self._add_blocking, batch, expiry, checked)
 
     async def import_records(self, records: Iterable[MemoryRecord]) -> int:
         """Store copies of memories, keeping their ids and timestamps; return how many were new.
@@ -388,10 +392,6 @@ class SQLiteStore:
                 f"store '{self.name}' is read-only; create it with writable=True to change it"
             )
 
-    def _checked(self, items: Iterable[tuple[str, JsonObject | None]]) -> Items:
-        self._check_writable()
-        return check_items(items)
-
     def _import_row(self, index: int, record: MemoryRecord) -> ImportRow:
         where = f"record {index}"
         if not isinstance(record, MemoryRecord):
@@ -529,9 +529,6 @@ class SQLiteStore:
             return insert_rows(db, scope_number(db, self._scope), live, "ON CONFLICT DO NOTHING")
 
         return self._db.run(write, write=True, durable=self._fsync)
-
-    async def _add(self, items: Items, expires_at: str | None) -> AddResults:
-        return await self._offload(self._add_blocking, items, expires_at, True)
 
     def _update_blocking(
         self,
