@@ -30,6 +30,7 @@ from agentrecall.stores.sqlite.query import (
     query_terms,
 )
 from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
+from agentrecall.types import MemoryRecord
 
 
 @pytest.fixture
@@ -519,3 +520,24 @@ async def test_a_bad_item_late_in_a_large_batch_stores_nothing(store: SQLiteStor
     with pytest.raises(InvalidArgumentError, match=r"content \(item 10500\)"):
         await store.add_many(items)
     assert await store.count() == 0 and await store.search("fact") == []
+
+
+async def test_a_large_import_keeps_ids_and_a_bad_record_late_in_it_stores_nothing(
+    store: SQLiteStore,
+) -> None:
+    records = [
+        MemoryRecord(id=f"old-{i}", content=f"imported fact {i}", created_at=STAMP)
+        for i in range(11_000)
+    ]
+    records[10_600] = MemoryRecord(id="old-bad", content="x", created_at="yesterday")
+    with pytest.raises(InvalidArgumentError, match=r"record 10600 \(old-bad\): created_at"):
+        await store.import_records(records)
+    assert await store.count() == 0
+    records[10_600] = MemoryRecord(id="old-10600", content="imported fact 10600", created_at=STAMP)
+    assert await store.import_records(records) == 11_000
+    assert (await store.get("old-10999")) is not None
+    hits = await store.search("fact 7777", {"max_search_results": 1})
+    assert [h.id for h in hits] == ["old-7777"]
+
+
+STAMP = "2025-01-31T09:30:00.000Z"

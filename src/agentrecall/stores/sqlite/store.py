@@ -51,7 +51,7 @@ Params = list[object]
 Rows = list[Any]
 Strings = list[str]
 ImportRow = tuple[str | bytes | None, ...]
-ImportRows = list[ImportRow]
+Records = list[MemoryRecord]
 _KEY_CHUNK = 500  # bound parameters per IN (...) list, well under SQLite's limit
 # Memories per chunk of a large add_many: one chunk's rows are built while SQLite indexes the
 # one before, and building takes about as long as indexing at this size.
@@ -257,8 +257,10 @@ class SQLiteStore:
                 shape ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (the message gives the record's index).
         """
         self._check_writable()
-        rows = [self._import_row(index, record) for index, record in enumerate(records)]
-        return await self._offload(self._import_blocking, rows) if rows else 0
+        batch = list(records)
+        # As in add_many, records are checked and turned into rows in the worker, a chunk at a
+        # time while SQLite indexes the chunk before; a bad record still stores nothing.
+        return await self._offload(self._import_blocking, batch) if batch else 0
 
     async def search(
         self,
@@ -519,14 +521,24 @@ class SQLiteStore:
 
         return self._db.run(write, write=True, durable=self._fsync)
 
-    def _import_blocking(self, rows: ImportRows) -> int:
+    def _import_blocking(self, records: Records) -> int:
         now = utc_timestamp()
-        live = [row for row in rows if not isinstance(row[6], str) or row[6] > now]
+
+        def build(chunk: int) -> list[Row]:
+            start = chunk * _PIPELINE_CHUNK
+            part = records[start : start + _PIPELINE_CHUNK]
+            rows = (self._import_row(index, record) for index, record in enumerate(part, start))
+            return [row for row in rows if not isinstance(row[6], str) or row[6] > now]
 
         def write(db: sqlite3.Connection) -> int:
             purge_expired(db, now)
+            scope = scope_number(db, self._scope)
             # No conflict target: a taken id and a duplicate content both skip the row.
-            return insert_rows(db, scope_number(db, self._scope), live, "ON CONFLICT DO NOTHING")
+            conflict = "ON CONFLICT DO NOTHING"
+            chunks = -(-len(records) // _PIPELINE_CHUNK)
+            if chunks == 1:
+                return insert_rows(db, scope, build(0), conflict)
+            return insert_pipelined(db, scope, chunks, build, conflict)[0]
 
         return self._db.run(write, write=True, durable=self._fsync)
 
