@@ -10,6 +10,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -325,6 +326,49 @@ def test_eight_processes_lose_nothing(tmp_path: Path) -> None:
         assert child.returncode == 0 and err == "", err
     count = asyncio.run(SQLiteStore(path).count())
     assert count == 200
+
+
+def test_processes_bulk_loading_one_database_at_once_lose_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "bulk.db"
+    # Batches larger than a chunk take the pipelined path, and each one leaves a checkpoint to
+    # its process's background thread while the other processes write and read.
+    loader = (
+        "import asyncio\n"
+        "from agentrecall.stores.sqlite import SQLiteStore\n"
+        "async def main(worker):\n"
+        f"    store = SQLiteStore({str(path)!r})\n"
+        "    for batch in range(2):\n"
+        "        items = [(f'loader {worker} {batch} item {i}', None) for i in range(6000)]\n"
+        "        assert len(await store.add_many(items)) == 6_000\n"
+        "        await store.search('loader item')\n"
+        "import sys\n"
+        "asyncio.run(main(sys.argv[1]))\n"
+    )
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", loader, str(n)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(3)
+    ]
+    children.append(
+        subprocess.Popen(
+            [sys.executable, "-c", _adder(path, 9, 20)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    )
+    for child in children:
+        _, err = child.communicate(timeout=120)
+        assert child.returncode == 0 and err == "", err
+    with closing(sqlite3.connect(path)) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        db.execute("INSERT INTO memories_fts (memories_fts) VALUES ('integrity-check')")
+        assert db.execute("SELECT count(*) FROM memories").fetchone()[0] == 3 * 12_000 + 20
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(("-wal", "-shm"))]
 
 
 @pytest.mark.parametrize("fsync", [True, False])
