@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from agentrecall import StorageError
 from agentrecall._internal import worker as worker_module
 from agentrecall._internal.sqlite import BULK_ROWS, Database
 from agentrecall._internal.worker import Worker
@@ -52,16 +53,24 @@ def test_a_bulk_write_is_checkpointed_in_the_background(tmp_path: Path) -> None:
     assert not _checkpoint_threads()  # close ends the thread and its connection
 
 
-def test_the_checkpoint_setting_is_restored_when_a_bulk_write_fails(tmp_path: Path) -> None:
-    db = Database(str(tmp_path / "n.db"), component="notes", migrations=["CREATE TABLE n (x)"])
+def test_the_checkpoint_setting_is_restored_when_a_bulk_commit_fails(tmp_path: Path) -> None:
+    schema = (
+        "CREATE TABLE parent (id INTEGER PRIMARY KEY);"
+        "CREATE TABLE n (x, p REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)"
+    )
+    db = Database(str(tmp_path / "n.db"), component="notes", migrations=[schema])
 
-    def bulk_then_fail(c: sqlite3.Connection) -> None:
-        c.executemany("INSERT INTO n VALUES (?)", [(i,) for i in range(BULK_ROWS)])
-        raise ValueError("changed my mind")
+    def orphans(c: sqlite3.Connection) -> None:
+        # A deferred foreign key is checked at COMMIT: the commit itself fails, after the bulk
+        # write has already switched the checkpoint threshold.
+        c.executemany("INSERT INTO n VALUES (?, 999)", [(i,) for i in range(BULK_ROWS)])
 
     try:
-        with pytest.raises(ValueError, match="changed my mind"):
-            db.run(bulk_then_fail, write=True)
+        db.run(lambda c: None)
+        assert db._connection is not None
+        db._connection.execute("PRAGMA foreign_keys = ON")
+        with pytest.raises(StorageError, match="FOREIGN KEY constraint failed"):
+            db.run(orphans, write=True)
         assert db.run(lambda c: c.execute("SELECT count(*) FROM n").fetchone()[0]) == 0
         assert db.run(lambda c: c.execute("PRAGMA wal_autocheckpoint").fetchone()[0]) == 1000
     finally:
