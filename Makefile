@@ -38,6 +38,7 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_buffer.py
 	$(BIN)/python benchmarks/bench_manager.py
 	$(BIN)/python benchmarks/bench_sqlite.py
+	$(BIN)/python benchmarks/bench_import_floor.py
 
 clean:
 	rm -rf $(VENV) .demo

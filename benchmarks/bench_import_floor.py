@@ -1,0 +1,189 @@
+"""Benchmark: how fast SQLite itself imports the corpus, piece by piece, without agentrecall.
+
+``bench_sqlite.py`` times ``SQLiteStore``'s bulk import. This script times bare ``sqlite3``
+(WAL, ``synchronous=FULL``, the store's 64 MiB page cache) writing the same corpus in the same
+calls of :data:`BATCH`, with every row prepared before the clock starts, into:
+
+* ``table + FTS5``: a table of text and metadata and an FTS5 index over the text (the store's
+  tokenizer): the least a keyword store needs;
+* ``table + unique ids + dedup``: the table with the two unique indexes the store's contract
+  needs (lookup by id; one memory per stripped content and scope), no keyword index;
+* ``table + unique ids + dedup + FTS5``: both, as ``SQLiteStore`` stores a memory;
+* ``table + unique ids + dedup + tantivy`` (when the ``tantivy`` package is installed): the
+  keyword index in tantivy instead of FTS5, one ``add_document`` per memory through its Python
+  binding and one commit per call, timed with the SQLite writes (rows for tantivy are built in
+  the timed loop, as a store would have to).
+
+So the store's figure can be read against what the storage engine allows on the same machine.
+
+Run: ``.venv/bin/python benchmarks/bench_import_floor.py [--size 1000000]``. Writes
+``benchmarks/results/import-floor.md`` and prints the same table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import json
+import os
+import platform
+import sqlite3
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from corpus import corpus
+
+from agentrecall._internal.ids import new_time_ordered_ids
+from agentrecall._internal.sqlite import CACHE_KIB
+
+RESULTS = Path(__file__).resolve().parent / "results" / "import-floor.md"
+BATCH = 50_000
+TOKENIZER = "unicode61 remove_diacritics 2"
+
+Row = tuple[str, str, bytes, str]
+
+
+def prepared_rows(size: int) -> list[Row]:
+    """Return ``(id, content, dedup digest, metadata JSON)`` for the corpus."""
+    items = list(corpus(size))
+    return [
+        (
+            memory_id,
+            content,
+            hashlib.blake2b(content.strip().encode(), digest_size=16).digest(),
+            json.dumps(metadata, ensure_ascii=False),
+        )
+        for memory_id, (content, metadata) in zip(
+            new_time_ordered_ids(len(items)), items, strict=True
+        )
+    ]
+
+
+def connect(path: str, unique: bool, fts: bool) -> sqlite3.Connection:
+    """Open a fresh database with the table, and the unique indexes and FTS5 if asked."""
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode = WAL")
+    db.execute("PRAGMA synchronous = FULL")
+    db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+    db.execute(
+        "CREATE TABLE notes (seq INTEGER PRIMARY KEY, id TEXT NOT NULL, scope INTEGER NOT NULL "
+        "DEFAULT 0, content TEXT NOT NULL, digest BLOB NOT NULL, metadata TEXT)"
+    )
+    if unique:
+        db.execute("CREATE UNIQUE INDEX notes_id ON notes (id)")
+        db.execute("CREATE UNIQUE INDEX notes_dedup ON notes (scope, digest)")
+    if fts:
+        db.execute(
+            "CREATE VIRTUAL TABLE notes_fts USING fts5 (content, content='notes', "
+            f"content_rowid='seq', tokenize='{TOKENIZER}')"
+        )
+    return db
+
+
+def sqlite_rate(rows: list[Row], unique: bool, fts: bool) -> float:
+    """Entries per second writing ``rows`` in calls of :data:`BATCH`."""
+    conflict = " ON CONFLICT DO NOTHING" if unique else ""
+    with tempfile.TemporaryDirectory(prefix="bench-floor-") as tmp:
+        db = connect(os.path.join(tmp, "floor.db"), unique, fts)
+        try:
+            began = time.perf_counter()
+            for start in range(0, len(rows), BATCH):
+                db.execute("BEGIN IMMEDIATE")
+                last = db.execute("SELECT max(seq) FROM notes").fetchone()[0] or 0
+                db.executemany(
+                    "INSERT INTO notes (id, content, digest, metadata) VALUES (?, ?, ?, ?)"
+                    + conflict,
+                    rows[start : start + BATCH],
+                )
+                if fts:
+                    db.execute(
+                        "INSERT INTO notes_fts (rowid, content) "
+                        "SELECT seq, content FROM notes WHERE seq > ?",
+                        (last,),
+                    )
+                db.execute("COMMIT")
+            return len(rows) / (time.perf_counter() - began)
+        finally:
+            db.close()
+
+
+def tantivy_rate(rows: list[Row]) -> float | None:
+    """Entries per second for the unique-indexed table plus a tantivy index; None without it."""
+    try:
+        import tantivy  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    with tempfile.TemporaryDirectory(prefix="bench-floor-tantivy-") as tmp:
+        db = connect(os.path.join(tmp, "floor.db"), unique=True, fts=False)
+        builder = tantivy.SchemaBuilder()
+        builder.add_unsigned_field("seq", stored=True, indexed=True, fast=True)
+        builder.add_text_field("content", stored=False)
+        os.makedirs(os.path.join(tmp, "index"))
+        index = tantivy.Index(builder.build(), path=os.path.join(tmp, "index"))
+        writer = index.writer()
+        try:
+            began = time.perf_counter()
+            for start in range(0, len(rows), BATCH):
+                db.execute("BEGIN IMMEDIATE")
+                last = db.execute("SELECT max(seq) FROM notes").fetchone()[0] or 0
+                db.executemany(
+                    "INSERT INTO notes (id, content, digest, metadata) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT DO NOTHING",
+                    rows[start : start + BATCH],
+                )
+                added = db.execute(
+                    "SELECT seq, content FROM notes WHERE seq > ?", (last,)
+                ).fetchall()
+                db.execute("COMMIT")
+                for seq, content in added:
+                    document = tantivy.Document()
+                    document.add_unsigned("seq", seq)
+                    document.add_text("content", content)
+                    writer.add_document(document)
+                writer.commit()
+            return len(rows) / (time.perf_counter() - began)
+        finally:
+            db.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--size", type=int, default=1_000_000)
+    args = parser.parse_args()
+    rows = prepared_rows(args.size)
+    began, load = time.perf_counter(), os.getloadavg()
+    cases: list[tuple[str, Callable[[], float | None]]] = [
+        ("table + FTS5", lambda: sqlite_rate(rows, unique=False, fts=True)),
+        ("table + unique ids + dedup", lambda: sqlite_rate(rows, unique=True, fts=False)),
+        ("table + unique ids + dedup + FTS5", lambda: sqlite_rate(rows, unique=True, fts=True)),
+        ("table + unique ids + dedup + tantivy", lambda: tantivy_rate(rows)),
+    ]
+    table = []
+    for label, run in cases:
+        rate = run()
+        table.append(f"| {label} | {'not installed' if rate is None else f'{rate:,.0f}'} |")
+        print(table[-1], flush=True)
+    lines = [
+        f"# What SQLite itself allows: importing {args.size:,} memories",
+        "",
+        f"* Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC; run took "
+        f"{time.perf_counter() - began:.0f} s.",
+        f"* Machine: nproc {os.cpu_count()}, Python {platform.python_version()}, SQLite "
+        f"{sqlite3.sqlite_version}; load average {load[0]:.2f} at start (shared, noisy machine).",
+        f"* Calls of {BATCH:,} rows, one transaction each, WAL, `synchronous=FULL`; rows prepared "
+        "before timing (`benchmarks/bench_import_floor.py`). Data: `benchmarks/corpus.py`.",
+        "",
+        "| what is written | entries /s |",
+        "|---|---:|",
+        *table,
+    ]
+    report = "\n".join(lines) + "\n"
+    RESULTS.write_text(report, encoding="utf-8")
+    print(report)
+
+
+if __name__ == "__main__":
+    main()
