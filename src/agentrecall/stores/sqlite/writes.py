@@ -64,9 +64,20 @@ def insert_rows(
             f"INSERT INTO memories_fts (rowid, content, scope) VALUES (?, ?, {int(scope)})", added
         )
         return len(added)
-    # Row ids only grow inside this write transaction: the new rows are those above ``last``.
-    last = db.execute("SELECT max(seq) FROM memories").fetchone()[0] or 0
+    last = _last_seq(db)
     db.executemany(insert, rows)
+    return _index_after(db, last)
+
+
+def _last_seq(db: sqlite3.Connection) -> int:
+    return int(db.execute("SELECT max(seq) FROM memories").fetchone()[0] or 0)
+
+
+def _index_after(db: sqlite3.Connection, last: int) -> int:
+    """Feed the memories above row ``last`` to the full-text index; return how many.
+
+    Row ids only grow inside a write transaction, so those are the rows it just inserted.
+    """
     indexed: int = db.execute(
         "INSERT INTO memories_fts (rowid, content, scope) "
         "SELECT seq, content, scope FROM memories WHERE seq > ?",
@@ -104,15 +115,11 @@ def insert_pipelined(
         for k in range(chunks):
             rows = pending.result()
             built.extend(rows)
-            last = db.execute("SELECT max(seq) FROM memories").fetchone()[0] or 0
+            last = _last_seq(db)
             db.executemany(insert, rows)
             if k + 1 < chunks:
                 pending = helper.submit(build, k + 1)
-            added += db.execute(
-                "INSERT INTO memories_fts (rowid, content, scope) "
-                "SELECT seq, content, scope FROM memories WHERE seq > ?",
-                (last,),
-            ).rowcount
+            added += _index_after(db, last)
     return added, built
 
 
