@@ -87,8 +87,11 @@ class SQLiteStore:
       first (common terms add only their newest, within the scope and filter), and those are
       ranked by exact BM25, so questions stay fast at millions of memories; on a small store
       the ranking is exact BM25. Ties go to the newer memory. ``_relevanceScore`` is the BM25
-      score, higher is better.
+      score, higher is better. Term statistics (document frequencies, average length) are the
+      whole database's, in a scope view too.
     * A scope view (:meth:`scope`) reads and writes only its own memories.
+    * Calls run one at a time, in order, on a thread of the store's own (shared by its
+      views), never on the caller's event loop.
     * Expired memories are never returned and are purged by the next write.
     * ``update``, ``delete`` and expiry keep the replaced version: :meth:`history`.
     """
