@@ -90,8 +90,8 @@ class SQLiteStore:
       score, higher is better. Term statistics (document frequencies, average length) are the
       whole database's, in a scope view too.
     * A scope view (:meth:`scope`) reads and writes only its own memories.
-    * Calls run one at a time, in order, on a thread of the store's own (shared by its
-      views), never on the caller's event loop.
+    * Database work runs one call at a time, in order, on a thread of the store's own (shared
+      by its views), never on the caller's event loop.
     * Expired memories are never returned and are purged by the next write.
     * ``update``, ``delete`` and expiry keep the replaced version: :meth:`history`.
     """
