@@ -14,7 +14,11 @@ calls of :data:`BATCH`, with every row prepared before the clock starts, into:
   binding and one commit per call, timed with the SQLite writes (rows for tantivy are built in
   the timed loop, as a store would have to).
 
-So the store's figure can be read against what the storage engine allows on the same machine.
+Then, on two databases holding the corpus with both unique indexes, one also with FTS5, the
+median of :data:`ADDS` single-row durable commits (``BEGIN IMMEDIATE``, insert, index, ``COMMIT``
+with fsync), alternating between the two databases: what one durable add costs in SQLite alone.
+
+So the store's figures can be read against what the storage engine allows on the same machine.
 
 Run: ``.venv/bin/python benchmarks/bench_import_floor.py [--size 1000000]``. Writes
 ``benchmarks/results/import-floor.md`` and prints the same table.
@@ -29,6 +33,7 @@ import json
 import os
 import platform
 import sqlite3
+import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -41,6 +46,7 @@ from agentrecall._internal.sqlite import CACHE_KIB
 
 RESULTS = Path(__file__).resolve().parent / "results" / "import-floor.md"
 BATCH = 50_000
+ADDS = 300
 TOKENIZER = "unicode61 remove_diacritics 2"
 
 Row = tuple[str, str, bytes, str]
@@ -149,11 +155,50 @@ def tantivy_rate(rows: list[Row]) -> float | None:
             db.close()
 
 
+def single_add_medians(rows: list[Row], extra: list[Row]) -> tuple[float, float]:
+    """Median seconds of one durable insert, with FTS5 and without, alternating."""
+    with tempfile.TemporaryDirectory(prefix="bench-floor-adds-") as tmp:
+        databases = []
+        for fts in (True, False):
+            db = connect(os.path.join(tmp, f"adds-{fts}.db"), unique=True, fts=fts)
+            db.execute("BEGIN")
+            db.executemany(
+                "INSERT INTO notes (id, content, digest, metadata) VALUES (?, ?, ?, ?)", rows
+            )
+            if fts:
+                db.execute("INSERT INTO notes_fts (rowid, content) SELECT seq, content FROM notes")
+            db.execute("COMMIT")
+            databases.append((db, fts))
+        timings: dict[bool, list[float]] = {True: [], False: []}
+        try:
+            for row in extra:
+                for db, fts in databases:
+                    began = time.perf_counter()
+                    db.execute("BEGIN IMMEDIATE")
+                    cursor = db.execute(
+                        "INSERT INTO notes (id, content, digest, metadata) VALUES (?, ?, ?, ?) "
+                        "ON CONFLICT DO NOTHING",
+                        row,
+                    )
+                    if fts:
+                        db.execute(
+                            "INSERT INTO notes_fts (rowid, content) VALUES (?, ?)",
+                            (cursor.lastrowid, row[1]),
+                        )
+                    db.execute("COMMIT")
+                    timings[fts].append(time.perf_counter() - began)
+        finally:
+            for db, _ in databases:
+                db.close()
+    return statistics.median(timings[True]), statistics.median(timings[False])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--size", type=int, default=1_000_000)
     args = parser.parse_args()
-    rows = prepared_rows(args.size)
+    everything = prepared_rows(args.size + ADDS)
+    rows, extra = everything[: args.size], everything[args.size :]
     began, load = time.perf_counter(), os.getloadavg()
     cases: list[tuple[str, Callable[[], float | None]]] = [
         ("table + FTS5", lambda: sqlite_rate(rows, unique=False, fts=True)),
@@ -166,6 +211,7 @@ def main() -> None:
         rate = run()
         table.append(f"| {label} | {'not installed' if rate is None else f'{rate:,.0f}'} |")
         print(table[-1], flush=True)
+    with_fts, without_fts = single_add_medians(rows, extra)
     lines = [
         f"# What SQLite itself allows: importing {args.size:,} memories",
         "",
@@ -179,6 +225,14 @@ def main() -> None:
         "| what is written | entries /s |",
         "|---|---:|",
         *table,
+        "",
+        f"One durable add (median of {ADDS}, alternating between two databases that hold the "
+        "corpus with both unique indexes, one also with FTS5):",
+        "",
+        "| what one commit writes | median ms |",
+        "|---|---:|",
+        f"| row + unique ids + dedup + FTS5 | {with_fts * 1000:.3f} |",
+        f"| row + unique ids + dedup | {without_fts * 1000:.3f} |",
     ]
     report = "\n".join(lines) + "\n"
     RESULTS.write_text(report, encoding="utf-8")
