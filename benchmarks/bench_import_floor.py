@@ -89,21 +89,27 @@ def connect(path: str, unique: bool, fts: bool) -> sqlite3.Connection:
     return db
 
 
+def insert_batch(db: sqlite3.Connection, rows: list[Row], unique: bool) -> int:
+    """Insert ``rows`` (skipping taken ids and duplicates when ``unique``); return the last
+    row id before them, above which the new rows are."""
+    last = int(db.execute("SELECT max(seq) FROM notes").fetchone()[0] or 0)
+    db.executemany(
+        "INSERT INTO notes (id, content, digest, metadata) VALUES (?, ?, ?, ?)"
+        + (" ON CONFLICT DO NOTHING" if unique else ""),
+        rows,
+    )
+    return last
+
+
 def sqlite_rate(rows: list[Row], unique: bool, fts: bool) -> float:
     """Entries per second writing ``rows`` in calls of :data:`BATCH`."""
-    conflict = " ON CONFLICT DO NOTHING" if unique else ""
     with tempfile.TemporaryDirectory(prefix="bench-floor-") as tmp:
         db = connect(os.path.join(tmp, "floor.db"), unique, fts)
         try:
             began = time.perf_counter()
             for start in range(0, len(rows), BATCH):
                 db.execute("BEGIN IMMEDIATE")
-                last = db.execute("SELECT max(seq) FROM notes").fetchone()[0] or 0
-                db.executemany(
-                    "INSERT INTO notes (id, content, digest, metadata) VALUES (?, ?, ?, ?)"
-                    + conflict,
-                    rows[start : start + BATCH],
-                )
+                last = insert_batch(db, rows[start : start + BATCH], unique)
                 if fts:
                     db.execute(
                         "INSERT INTO notes_fts (rowid, content) "
@@ -134,12 +140,7 @@ def tantivy_rate(rows: list[Row]) -> float | None:
             began = time.perf_counter()
             for start in range(0, len(rows), BATCH):
                 db.execute("BEGIN IMMEDIATE")
-                last = db.execute("SELECT max(seq) FROM notes").fetchone()[0] or 0
-                db.executemany(
-                    "INSERT INTO notes (id, content, digest, metadata) VALUES (?, ?, ?, ?) "
-                    "ON CONFLICT DO NOTHING",
-                    rows[start : start + BATCH],
-                )
+                last = insert_batch(db, rows[start : start + BATCH], unique=True)
                 added = db.execute(
                     "SELECT seq, content FROM notes WHERE seq > ?", (last,)
                 ).fetchall()

@@ -19,9 +19,10 @@ What is measured, per size, each in its own fresh temp database:
   the store in one ``add_many`` after the import), to show what a small scope in a large
   store costs;
 * the floor beside it: the same corpus in the same batches, inserted with ``sqlite3`` alone
-  into the least an FTS5 store needs (a table of text and metadata and an FTS5 index over the
-  text, same tokenizer, WAL, ``synchronous=FULL``), with every row built before the clock
-  starts: what SQLite itself costs on this machine, without ids, dedup, scopes or checks;
+  into the least an FTS5 store needs (the ``table + FTS5`` case of :mod:`bench_import_floor`:
+  a table and an FTS5 index over the text, same tokenizer, WAL, ``synchronous=FULL``), with
+  every row built before the clock starts: what SQLite itself costs on this machine, without
+  unique ids, dedup, scopes or checks;
 * at 10k only, in the same run: agentrecall ``JsonFileStore`` and Strands' reference
   ``TestMemoryStore`` on a JSON file written directly in the shared format, median ``add``
   (:data:`JSON_ADDS` samples) and median search over the same questions.
@@ -58,6 +59,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from bench_import_floor import prepared_rows, sqlite_rate
 from corpus import SIZES, corpus, query_sample
 from strands.vended_memory_stores import TestMemoryStore
 from timing import ms, percentile, time_adds
@@ -203,35 +205,7 @@ def bench_sqlite(size: int, questions: list[str], warmup: list[str]) -> dict[str
 
 def floor_rate(size: int) -> float:
     """Entries per second for bare SQLite + FTS5 importing the corpus, rows prepared first."""
-    rows = [
-        (content, json.dumps(metadata, ensure_ascii=False)) for content, metadata in corpus(size)
-    ]
-    with tempfile.TemporaryDirectory(prefix=f"bench-floor-{size}-") as tmp:
-        db = sqlite3.connect(os.path.join(tmp, "floor.db"), isolation_level=None)
-        try:
-            db.execute("PRAGMA journal_mode = WAL")
-            db.execute("PRAGMA synchronous = FULL")
-            db.executescript(
-                "CREATE TABLE notes (seq INTEGER PRIMARY KEY, content TEXT, metadata TEXT);"
-                "CREATE VIRTUAL TABLE notes_fts USING fts5 (content, content='notes', "
-                "content_rowid='seq', tokenize='unicode61 remove_diacritics 2');"
-            )
-            began = time.perf_counter()
-            for start in range(0, size, BATCH):
-                db.execute("BEGIN IMMEDIATE")
-                db.executemany(
-                    "INSERT INTO notes (content, metadata) VALUES (?, ?)",
-                    rows[start : start + BATCH],
-                )
-                db.execute(
-                    "INSERT INTO notes_fts (rowid, content) "
-                    "SELECT seq, content FROM notes WHERE seq > ?",
-                    (start,),
-                )
-                db.execute("COMMIT")
-            return size / (time.perf_counter() - began)
-        finally:
-            db.close()
+    return sqlite_rate(prepared_rows(size), unique=False, fts=True)
 
 
 def write_json_file(path: Path, items: list[Item]) -> None:
