@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlite_checks import check_full_text_index
 
 from agentrecall import (
     BufferMemory,
@@ -186,6 +187,7 @@ def _child(script: str, *args: str) -> Any:
 SQLITE_CHILD = """
 import asyncio, json, sqlite3, sys
 from agentrecall import SQLiteStore
+from agentrecall.stores.sqlite.writes import index_unindexed
 
 async def main(path, words):
     store = SQLiteStore(path)
@@ -194,7 +196,9 @@ async def main(path, words):
     await store.aclose()
     db = sqlite3.connect(path)
     integrity = db.execute("PRAGMA integrity_check").fetchone()[0]
-    db.execute("INSERT INTO memories_fts (memories_fts) VALUES ('integrity-check')")
+    index_unindexed(db)
+    db.execute("INSERT INTO memories_fts (memories_fts, rank) VALUES ('integrity-check', 1)")
+    db.commit()
     db.close()
     print(json.dumps({"memories": memories, "found": found, "integrity": integrity}))
 
@@ -232,7 +236,8 @@ def _sqlite_integrity(path: Path) -> None:
     db = sqlite3.connect(path)
     try:
         assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-        db.execute("INSERT INTO memories_fts (memories_fts) VALUES ('integrity-check')")
+        check_full_text_index(db)
+        db.commit()
     finally:
         db.close()
 

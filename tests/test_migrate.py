@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlite_checks import check_full_text_index
 
 from agentrecall import InvalidArgumentError, InvalidFileError, JsonFileStore, SQLiteStore
 from agentrecall.cli.main import main
 from agentrecall.migrate import ProgressBar, migrate, migrate_files, render_bar
-from agentrecall.stores.sqlite.query import averages
 from agentrecall.types import MemoryRecord
 
 CREATED = "2024-05-01T10:00:00.000Z"
@@ -39,10 +39,7 @@ def _snapshot(records: list[MemoryRecord]) -> list[tuple[Any, ...]]:
 
 def _check_index(path: Path) -> None:
     with closing(sqlite3.connect(path)) as db:
-        db.execute("INSERT INTO memories_fts (memories_fts) VALUES ('integrity-check')")
-        block = db.execute("SELECT block FROM memories_fts_data WHERE id = 1").fetchone()[0]
-        indexed, _ = averages(block)
-        assert indexed == db.execute("SELECT count(*) FROM memories").fetchone()[0]
+        check_full_text_index(db)
 
 
 async def test_json_to_sqlite_to_json_keeps_everything(tmp_path: Path) -> None:

@@ -18,8 +18,9 @@ from agentrecall._internal.sqlite import BULK_ROWS, Database
 from agentrecall._internal.worker import Worker
 
 
-def _checkpoint_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith("agentrecall checkpoint")]
+def _checkpoint_threads(path: Path) -> list[threading.Thread]:
+    """The checkpoint threads of the database at ``path`` (other tests' stores may have some)."""
+    return [t for t in threading.enumerate() if t.name == f"agentrecall checkpoint {path}"]
 
 
 def _rows_in_main_file(path: Path, tmp_path: Path) -> int:
@@ -38,19 +39,19 @@ def test_a_bulk_write_is_checkpointed_in_the_background(tmp_path: Path) -> None:
     db = Database(str(path), component="notes", migrations=["CREATE TABLE notes (body TEXT)"])
     try:
         db.run(lambda c: c.execute("INSERT INTO notes VALUES ('small')"), write=True)
-        assert not _checkpoint_threads()  # small writes leave checkpoints to SQLite
+        assert not _checkpoint_threads(path)  # small writes leave checkpoints to SQLite
         rows = [(f"note {i}",) for i in range(BULK_ROWS)]
         db.run(lambda c: c.executemany("INSERT INTO notes VALUES (?)", rows), write=True)
         deadline = time.monotonic() + 30
         while _rows_in_main_file(path, tmp_path) != BULK_ROWS + 1:
             assert time.monotonic() < deadline, "the log was never copied into the file"
             time.sleep(0.01)
-        assert _checkpoint_threads()
+        assert _checkpoint_threads(path)
         # The writer's connection went back to checkpointing small writes itself.
         assert db.run(lambda c: c.execute("PRAGMA wal_autocheckpoint").fetchone()[0]) == 1000
     finally:
         db.close()
-    assert not _checkpoint_threads()  # close ends the thread and its connection
+    assert not _checkpoint_threads(path)  # close ends the thread and its connection
 
 
 def test_the_checkpoint_setting_is_restored_when_a_bulk_commit_fails(tmp_path: Path) -> None:

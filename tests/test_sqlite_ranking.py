@@ -3,7 +3,8 @@
 The expected ranking is computed here from the formula the store documents (Okapi BM25, k1 1.2,
 b 0.75, idf ln(1 + (N - df + 0.5) / (df + 0.5)), words folded to lowercase without diacritics,
 stop words left out of queries, ties to the newer memory), independently of the store's code,
-over whole stores and over scope views.
+over whole stores and over scope views, with any number of the newest memories still waiting
+for the full-text index.
 """
 
 from __future__ import annotations
@@ -14,12 +15,15 @@ import re
 import tempfile
 import unicodedata
 from pathlib import Path
+from unittest import mock
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentrecall import SQLiteStore
+from agentrecall._internal import sqlite as sqlite_module
 from agentrecall.retrieval.tokenize import STOP_WORDS
+from agentrecall.stores.sqlite.writes import index_unindexed
 
 WORDS = [
     "lake", "trip", "Lisbon", "café", "cafe", "naïve", "violin", "peanuts", "aisle", "seat",
@@ -62,18 +66,28 @@ queries = st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join)
 
 
 @settings(max_examples=60, deadline=None)
-@given(memories=stores, query=queries, user=st.sampled_from(USERS))
+@given(memories=stores, query=queries, user=st.sampled_from(USERS), waiting=st.integers(0, 25))
 def test_a_small_store_ranks_by_exact_bm25(
-    memories: list[tuple[str, str | None]], query: str, user: str | None
+    memories: list[tuple[str, str | None]], query: str, user: str | None, waiting: int
 ) -> None:
     async def run() -> tuple[list[str], list[tuple[str, float]]]:
         with tempfile.TemporaryDirectory() as tmp:
-            store = SQLiteStore(Path(tmp) / "m.db")
+            # The newest `waiting` memories are left out of the index (no background indexing).
+            with (
+                mock.patch.object(sqlite_module, "TIDY_SETTLE", 3600.0),
+                mock.patch.object(sqlite_module, "TIDY_LONGEST", 3600.0),
+            ):
+                store = SQLiteStore(Path(tmp) / "m.db")
             try:
                 ids = []
-                for text, owner in memories:
+                split = max(0, len(memories) - waiting)
+                for position, (text, owner) in enumerate(memories):
+                    if position == split:
+                        store._db.run(index_unindexed, write=True)
                     view = store if owner is None else store.scope(user_id=owner)
                     ids.append((await view.add(text)).id)
+                if split == len(memories):
+                    store._db.run(index_unindexed, write=True)
                 searched = store if user is None else store.scope(user_id=user)
                 hits = await searched.search(query, {"max_search_results": 100})
                 return ids, [(h.id, h.metadata["_relevanceScore"]) for h in hits]

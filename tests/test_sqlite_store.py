@@ -15,6 +15,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from sqlite_checks import check_full_text_index
 
 from agentrecall import InvalidArgumentError, MemoryManager, StorageError
 from agentrecall._internal.sqlite import Database
@@ -165,11 +166,8 @@ async def test_a_view_over_many_sessions_finds_them_all_and_no_one_else(
     assert len(await ana.search("packed trip")) == 4
     assert [h.content for h in await ana.search("unpacked")] == ["ana unpacked it all"]
 
-    def check(db: sqlite3.Connection) -> None:
-        # Compares the index, scope numbers included, with what the memories table holds.
-        db.execute("INSERT INTO memories_fts (memories_fts) VALUES ('integrity-check')")
-
-    store._db.run(check, write=True)
+    # Compares the index, scope numbers included, with what the memories table holds.
+    store._db.run(check_full_text_index, write=True)
 
 
 async def test_scopes_do_not_leak(store: SQLiteStore) -> None:
@@ -366,7 +364,7 @@ def test_processes_bulk_loading_one_database_at_once_lose_nothing(tmp_path: Path
         assert child.returncode == 0 and err == "", err
     with closing(sqlite3.connect(path)) as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        db.execute("INSERT INTO memories_fts (memories_fts) VALUES ('integrity-check')")
+        check_full_text_index(db)
         assert db.execute("SELECT count(*) FROM memories").fetchone()[0] == 3 * 12_000 + 20
     assert not [p for p in os.listdir(tmp_path) if p.endswith(("-wal", "-shm"))]
 
@@ -448,10 +446,8 @@ async def test_adds_keep_the_index_in_step_across_upgrades(tmp_path: Path) -> No
     await store.delete(first.id)
     assert [h.content for h in await store.search("walrus")] == ["a walrus swims", "an old walrus"]
     with sqlite3.connect(path) as db:
-        db.execute("INSERT INTO memories_fts (memories_fts) VALUES ('integrity-check')")
-        block = db.execute("SELECT block FROM memories_fts_data WHERE id = 1").fetchone()[0]
-        indexed, _ = averages(block)
-        assert indexed == db.execute("SELECT count(*) FROM memories").fetchone()[0] == 3
+        check_full_text_index(db)
+        assert db.execute("SELECT count(*) FROM memories").fetchone()[0] == 3
     await store.aclose()
 
 
@@ -516,7 +512,7 @@ async def test_scoped_memories_and_history_survive_the_move_to_scope_numbers(
     assert [v.content for v in await cy.history("c0")] == ["cy is gone"]
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        db.execute("INSERT INTO memories_fts (memories_fts) VALUES ('integrity-check')")
+        check_full_text_index(db)
         columns = {row[1] for row in db.execute("PRAGMA table_info(memories)")}
         assert "user_id" not in columns and "scope" in columns
     await store.aclose()
@@ -549,10 +545,7 @@ async def test_a_large_batch_is_built_while_the_index_works_and_stays_one_batch(
         hits = await store.search(f"number {i}", {"max_search_results": 1})
         assert [h.metadata["i"] for h in hits] == [i]
 
-    def check(db: sqlite3.Connection) -> None:
-        db.execute("INSERT INTO memories_fts (memories_fts) VALUES ('integrity-check')")
-
-    store._db.run(check, write=True)
+    store._db.run(check_full_text_index, write=True)
 
 
 async def test_a_bad_item_late_in_a_large_batch_stores_nothing(store: SQLiteStore) -> None:

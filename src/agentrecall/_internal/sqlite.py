@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from typing import TypeVar
 
 from agentrecall._internal.checkpoint import Checkpointer
+from agentrecall._internal.debounce import Debouncer
 from agentrecall.errors import StorageError
 
 T = TypeVar("T")
@@ -40,6 +41,13 @@ prepared (up to :data:`BULK_CHECKPOINT_PAGES`, when the writer does it itself)."
 
 BULK_CHECKPOINT_PAGES = 16_384
 """The log size (pages) past which even a bulk write's ``COMMIT`` checkpoints."""
+
+TIDY_SETTLE = 0.02
+"""Seconds without a :meth:`Database.tidy_soon` after which the deferred work runs."""
+
+TIDY_LONGEST = 0.1
+"""Seconds after a first :meth:`Database.tidy_soon` by which the deferred work runs, however
+many more requests keep coming."""
 
 # How often a statement that found the database busy beyond the busy timeout is tried again.
 _BUSY_RETRIES = 5
@@ -75,6 +83,10 @@ class Database:
     * a durable write is fsynced before :meth:`run` returns (``synchronous=FULL``);
     * a bulk write (:data:`BULK_ROWS`) does not wait for a checkpoint: a background thread
       copies the log into the file (:class:`~agentrecall._internal.checkpoint.Checkpointer`);
+    * ``tidy``, the component's deferred upkeep, runs in a write transaction that is not
+      fsynced, off the caller's path: shortly after :meth:`tidy_soon`, and when the database
+      is closed (also at interpreter exit). It must leave the data correct whether it runs or
+      not; a failure is left for the next request;
     * a busy database is waited for (``busy_timeout`` seconds, then a few retries); SQLite's
       "database is locked" does not reach the caller unless the wait is really exhausted;
     * every SQLite failure is raised as :class:`~agentrecall.errors.StorageError` naming the
@@ -92,8 +104,16 @@ class Database:
         what: str = "database",
         busy_timeout: float = 30.0,
         functions: Mapping[str, Callable[[str], bytes]] | None = None,
+        tidy: Callable[[sqlite3.Connection], object] | None = None,
     ) -> None:
         self.path = path
+        self._tidy = tidy
+        self._tidier = Debouncer(
+            self._run_tidy,
+            settle=TIDY_SETTLE,
+            longest=TIDY_LONGEST,
+            name=f"agentrecall tidy {path}",
+        )
         self._functions = dict(functions or {})
         self._component = component
         self._migrations = migrations
@@ -158,14 +178,30 @@ class Database:
             self._checkpointer.nudge()
         return result
 
-    def close(self) -> None:
-        """Close the connection; the next :meth:`run` opens it again."""
-        with self._lock:
-            self._close()
+    def tidy_soon(self) -> None:
+        """Ask for the deferred upkeep (``tidy``) to run soon, in a background thread."""
+        if self._tidy is not None:
+            self._tidier.nudge()
 
-    def _close(self) -> None:
+    def _run_tidy(self) -> None:
+        if self._tidy is not None:
+            self.run(self._tidy, write=True, durable=False)
+
+    def close(self) -> None:
+        """Run the deferred upkeep, then close the connection; the next :meth:`run` reopens."""
+        # Stopped before taking the lock: its thread may be waiting for that lock.
+        unserved = self._tidier.stop()
+        with self._lock:
+            self._close(tidy=unserved)
+
+    def _close(self, *, tidy: bool) -> None:
         self._checkpointer.stop()
         if self._connection is not None:
+            if tidy and self._tidy is not None:
+                try:
+                    self._attempt(self._connection, self._tidy, write=True, durable=False)
+                except sqlite3.Error:
+                    pass  # left for whoever opens the file next; nothing depends on it
             self._connection.close()
             self._connection = None
         _OPEN.discard(self)
@@ -173,9 +209,10 @@ class Database:
     def _close_at_exit(self) -> None:
         # A daemon thread may hold the lock forever at exit; then the file stays as SQLite
         # leaves it after a crash, which the next open recovers.
+        unserved = self._tidier.stop(timeout=1.0)
         if self._lock.acquire(timeout=1.0):
             try:
-                self._close()
+                self._close(tidy=unserved)
             finally:
                 self._lock.release()
 

@@ -4,6 +4,8 @@ Which terms and postings are scored is decided by the pure planner in
 :mod:`agentrecall.stores.sqlite.query` (see ``benchmarks/results/keyword-engines.md`` for the
 measurements behind it); this module runs the plan: one cheap probe per term, one statement that
 sums the candidates' weights inside SQLite, then an exact BM25 rerank of the best candidates.
+The few memories not indexed yet (``memories_unindexed``) are read directly, counted in the
+term statistics and all reranked, so a search finds a memory from the moment it is added.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from agentrecall.stores.sqlite.query import (
     bm25,
     candidate_query,
     estimate_df,
+    index_tokens,
     match_expression,
     plan_terms,
 )
@@ -33,6 +36,12 @@ PROBE = (
     f"WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT {PROBE_POSTINGS})"
 )
 
+# The memories waiting for the index, each with whether the search may return it.
+UNINDEXED = (
+    "SELECT m.seq, m.id, m.content, m.metadata, CASE WHEN {where} THEN 1 ELSE 0 END "
+    "FROM memories_unindexed AS u JOIN memories AS m ON m.seq = u.seq"
+)
+
 
 def ranked_search(
     database: Database,
@@ -42,6 +51,7 @@ def ranked_search(
     params: list[object],
     scope: Scope,
     filtered: bool,
+    tidy: bool,
 ) -> list[MemoryEntry]:
     """Pick candidates with the bounded plan of ``plan_terms``, then rank them by BM25.
 
@@ -50,15 +60,19 @@ def ranked_search(
     scope narrows each term's postings inside the full-text index (which indexes scope
     numbers), and with ``filtered`` (metadata or time conditions), or a view spanning more
     than ``SCOPE_TERMS`` scopes, ``where`` is checked for each posting before the newest-
-    postings limits.
+    postings limits. With ``tidy``, finding memories that wait for the index asks the
+    database to index them soon (they may be left over from a process that was killed).
     """
     wanted = max(CANDIDATES, limit)
 
-    def read(db: sqlite3.Connection) -> tuple[list[Any], dict[str, float], float]:
+    def read(db: sqlite3.Connection) -> tuple[list[Any], dict[str, float], float, int]:
         record = db.execute("SELECT block FROM memories_fts_data WHERE id = 1").fetchone()
         total, tokens = averages(record[0] if record else None)
+        waiting, words, waiting_tokens = _unindexed(db, where, params)
+        total += len(waiting)
+        tokens += waiting_tokens
         if not total:
-            return [], {}, 0.0
+            return [], {}, 0.0, 0
         # Two subqueries: min and max together in one SELECT would scan the table.
         first, last = db.execute(
             "SELECT (SELECT min(seq) FROM memories), (SELECT max(seq) FROM memories)"
@@ -69,30 +83,33 @@ def ranked_search(
         if numbers is not None:
             scopes = [row[0] for row in db.execute(*numbers)]
             if not scopes:
-                return [], {}, 0.0
+                return [], {}, 0.0, len(waiting)
             if len(scopes) > SCOPE_TERMS:
                 scopes, inside = None, True
-        df = {}
-        for term in terms:
-            newest, lowest = db.execute(PROBE, [match_expression([term])]).fetchone()
-            df[term] = estimate_df(newest, lowest, first or 0, last or 0)
+        df = {
+            term: _indexed_df(db, term, first or 0, last or 0) + sum(term in held for held in words)
+            for term in terms
+        }
         plans = plan_terms(df, total)
         values: list[object] = []
         for plan in plans:
             if plan.postings != 0:
                 values += [plan.weight, match_expression([plan.term], scopes)]
                 values += params if inside else []
-        if not values:
-            return [], {}, 0.0
-        candidates = candidate_query(plans, where if inside else None, wanted)
-        rows = db.execute(
-            "SELECT m.seq, m.id, m.content, m.metadata "
-            f"FROM ({candidates}) AS c JOIN memories AS m ON m.seq = c.id WHERE {where}",
-            [*values, wanted, *params],
-        ).fetchall()
-        return rows, {plan.term: plan.weight for plan in plans}, tokens / total
+        rows = [row[:4] for row in waiting if row[4]]
+        if values:
+            candidates = candidate_query(plans, where if inside else None, wanted)
+            rows += db.execute(
+                "SELECT m.seq, m.id, m.content, m.metadata "
+                f"FROM ({candidates}) AS c JOIN memories AS m ON m.seq = c.id WHERE {where}",
+                [*values, wanted, *params],
+            ).fetchall()
+        weights = {plan.term: plan.weight for plan in plans}
+        return rows, weights, tokens / total, len(waiting)
 
-    rows, weights, average_length = database.run(read)
+    rows, weights, average_length, waiting = database.run(read)
+    if waiting and tidy:
+        database.tidy_soon()
     scored = [(bm25(weights, row[2], average_length), row) for row in rows]
     scored = sorted((item for item in scored if item[0] > 0), key=lambda i: (-i[0], -i[1][0]))
     return [
@@ -103,3 +120,21 @@ def ranked_search(
         )
         for score, (_, memory_id, content, metadata) in scored[:limit]
     ]
+
+
+def _unindexed(
+    db: sqlite3.Connection, where: str, params: list[object]
+) -> tuple[list[Any], list[frozenset[str]], int]:
+    """Return the memories waiting for the index, each one's words, and their token count.
+
+    Each row is ``(seq, id, content, metadata, whether where holds)``.
+    """
+    rows = db.execute(UNINDEXED.format(where=where), params).fetchall()
+    tokenized = [index_tokens(row[2]) for row in rows]
+    return rows, [frozenset(each) for each in tokenized], sum(map(len, tokenized))
+
+
+def _indexed_df(db: sqlite3.Connection, term: str, first: int, last: int) -> int:
+    """Return how many indexed memories hold ``term`` (estimated for a common term)."""
+    newest, lowest = db.execute(PROBE, [match_expression([term])]).fetchone()
+    return estimate_df(newest, lowest, first, last)

@@ -28,7 +28,9 @@ from agentrecall.stores.sqlite.rows import record as _record
 from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
 from agentrecall.stores.sqlite.search import ranked_search
 from agentrecall.stores.sqlite.writes import (
+    DEFERRED_ROWS,
     Row,
+    index_unindexed,
     insert_pipelined,
     insert_rows,
     keep_versions,
@@ -156,6 +158,7 @@ class SQLiteStore:
             what="memory database",
             busy_timeout=busy_timeout,
             functions={"agentrecall_content_hash": content_hash},
+            tidy=index_unindexed,
         )
         self._scope = Scope()
         self._worker = Worker(f"agentrecall {self._path}")
@@ -294,7 +297,15 @@ class SQLiteStore:
             return []
         filtered = filter is not None or created_after is not None or created_before is not None
         return await self._offload(
-            ranked_search, self._db, terms, limit, where, params, self._scope, filtered
+            ranked_search,
+            self._db,
+            terms,
+            limit,
+            where,
+            params,
+            self._scope,
+            filtered,
+            self.writable,
         )
 
     async def get(self, memory_id: str) -> MemoryRecord | None:
@@ -522,7 +533,7 @@ class SQLiteStore:
                 )
             return [AddResult(id=found[row[2]]) for row in rows]
 
-        return self._db.run(write, write=True, durable=self._fsync)
+        return self._write_and_index(write, len(items))
 
     def _import_blocking(self, records: Records) -> int:
         now = utc_timestamp()
@@ -543,7 +554,14 @@ class SQLiteStore:
                 return insert_rows(db, scope, build(0), conflict)
             return insert_pipelined(db, scope, chunks, build, conflict)[0]
 
-        return self._db.run(write, write=True, durable=self._fsync)
+        return self._write_and_index(write, len(records))
+
+    def _write_and_index(self, write: Callable[[sqlite3.Connection], T], batch: int) -> T:
+        """Run an insert of ``batch`` memories; ask for the index to catch up if it deferred."""
+        result = self._db.run(write, write=True, durable=self._fsync)
+        if batch <= DEFERRED_ROWS:
+            self._db.tidy_soon()
+        return result
 
     def _update_blocking(
         self,

@@ -1,0 +1,87 @@
+"""Running a piece of deferred work once a burst of requests for it has settled."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+
+class Debouncer:
+    """A thread that runs ``action`` when nudged, once the nudges pause.
+
+    Guarantees:
+
+    * :meth:`nudge` returns at once;
+    * ``action`` runs in the thread, never two at once, after a nudge: as soon as no further
+      nudge came for ``settle`` seconds, or ``longest`` seconds after the first nudge of a
+      burst, whichever is sooner; nudges that arrive while it runs are served by one more run;
+    * an exception from ``action`` is swallowed: the work must be safe to leave for the next
+      nudge (the caller keeps correctness without it);
+    * the thread starts with the first nudge (again after :meth:`stop`, or in a forked child);
+      :meth:`stop` ends it without running pending work, and waits for a run in progress.
+    """
+
+    def __init__(
+        self, action: Callable[[], object], *, settle: float, longest: float, name: str
+    ) -> None:
+        self._action = action
+        self._settle = settle
+        self._longest = longest
+        self._name = name
+        self._guard = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._requested = False
+
+    def nudge(self) -> None:
+        """Ask for a run of the action soon."""
+        with self._guard:
+            if self._thread is None or not self._thread.is_alive():
+                self._wake, self._stop = threading.Event(), threading.Event()
+                self._thread = threading.Thread(
+                    target=self._loop, args=(self._wake, self._stop), name=self._name, daemon=True
+                )
+                self._thread.start()
+            self._requested = True
+            self._wake.set()
+
+    def stop(self, timeout: float | None = None) -> bool:
+        """End the thread; wait up to ``timeout`` seconds (forever: None) for a run to end.
+
+        Returns whether a nudge is still unserved: the caller may want to do the work itself.
+        """
+        with self._guard:
+            thread, self._thread = self._thread, None
+            self._stop.set()
+            self._wake.set()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+        with self._guard:
+            requested, self._requested = self._requested, False
+        return requested
+
+    def _loop(self, wake: threading.Event, stop: threading.Event) -> None:
+        while True:
+            wake.wait()
+            if stop.is_set():
+                return
+            wake.clear()
+            deadline = time.monotonic() + self._longest
+            # Let the burst finish: each nudge within `settle` pushes the run back, up to
+            # `longest` after the first.
+            while (left := min(self._settle, deadline - time.monotonic())) > 0:
+                if not wake.wait(left):
+                    break
+                if stop.is_set():
+                    return
+                wake.clear()
+            with self._guard:
+                if stop.is_set():
+                    return
+                self._requested = False
+            try:
+                self._action()
+            except Exception:  # noqa: BLE001 - documented: the work is retried on the next nudge
+                pass
