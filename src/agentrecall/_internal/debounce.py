@@ -34,6 +34,7 @@ class Debouncer:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._requested = False
+        self._first = self._last = 0.0
 
     def nudge(self) -> None:
         """Ask for a run of the action soon."""
@@ -44,8 +45,14 @@ class Debouncer:
                     target=self._loop, args=(self._wake, self._stop), name=self._name, daemon=True
                 )
                 self._thread.start()
-            self._requested = True
-            self._wake.set()
+            self._last = time.monotonic()
+            if not self._requested:
+                # Only the first nudge of a burst wakes the thread; the others just move the
+                # time it waits for, which it reads when it wakes (a wake-up per nudge would
+                # cost the nudging thread a context switch every time).
+                self._requested = True
+                self._first = self._last
+                self._wake.set()
 
     def stop(self, timeout: float | None = None) -> bool:
         """End the thread; wait up to ``timeout`` seconds (forever: None) for a run to end.
@@ -68,15 +75,14 @@ class Debouncer:
             if stop.is_set():
                 return
             wake.clear()
-            deadline = time.monotonic() + self._longest
-            # Let the burst finish: each nudge within `settle` pushes the run back, up to
-            # `longest` after the first.
-            while (left := min(self._settle, deadline - time.monotonic())) > 0:
-                if not wake.wait(left):
+            while True:
+                with self._guard:
+                    due = min(self._last + self._settle, self._first + self._longest)
+                left = due - time.monotonic()
+                if left <= 0:
                     break
-                if stop.is_set():
+                if stop.wait(left):
                     return
-                wake.clear()
             with self._guard:
                 if stop.is_set():
                     return
