@@ -39,19 +39,8 @@ BULK_ROWS = 1_000
 :class:`~agentrecall._internal.checkpoint.Checkpointer` does it while the next batch is
 prepared (up to :data:`BULK_CHECKPOINT_PAGES`, when the writer does it itself)."""
 
-BULK_CHECKPOINT_PAGES = 262_144
-"""The log size (pages; 1 GiB of 4 KiB pages) past which even a bulk write's ``COMMIT``
-checkpoints.
-
-A bulk write rewrites pages all over its indexes (the dedup index is keyed by a digest), and
-each checkpoint copies every page the log holds. A large log lets one copy serve the pages that
-several batches rewrote: importing a million memories in calls of 50,000 went from 24k to 30k
-memories a second when this went from 64 MiB to 1 GiB. :data:`LOG_KEEP_BYTES` gives the disk
-space back once the log has been copied."""
-
-LOG_KEEP_BYTES = 64 * 1024 * 1024
-"""When a checkpointed log starts over, its file is cut back to this size (it is reused, not
-deleted, so small writes do not pay for growing it again)."""
+BULK_CHECKPOINT_PAGES = 16_384
+"""The log size (pages) past which even a bulk write's ``COMMIT`` checkpoints."""
 
 TIDY_SETTLE = 0.02
 """Seconds without a :meth:`Database.tidy_soon` after which the deferred work runs."""
@@ -271,7 +260,6 @@ class Database:
             # to the OS for most pages. 64 MiB keeps the hot part of a million-row store cached.
             db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
             db.execute(f"PRAGMA wal_autocheckpoint = {CHECKPOINT_PAGES}")
-            db.execute(f"PRAGMA journal_size_limit = {LOG_KEEP_BYTES}")
             db.execute("PRAGMA synchronous = FULL")
             self._durable = True
             self._migrate(db)
