@@ -91,6 +91,13 @@ class SQLiteStore:
       the ranking is exact BM25. Ties go to the newer memory. ``_relevanceScore`` is the BM25
       score, higher is better. Term statistics (document frequencies, average length) are the
       whole database's, in a scope view too.
+    * A memory is found by a search from the moment its add returns. Writes of up to 16
+      memories commit only the memories and list them as waiting for the full-text index (so
+      a durable add does not also write and fsync index pages); a background thread indexes
+      them shortly after, in a transaction of their own, and closing the store indexes what
+      is left. Meanwhile searches read the waiting memories directly and count them in the
+      term statistics, so rankings and scores are the same either way. Larger batches are
+      indexed in their own transaction.
     * A scope view (:meth:`scope`) reads and writes only its own memories.
     * Database work runs one call at a time, in order, on a thread of the store's own (shared
       by its views), never on the caller's event loop.
