@@ -3,15 +3,16 @@
 What is measured, per size, each in its own fresh temp database:
 
 * bulk import: entries per second importing the corpus with ``add_many``, :data:`BATCH`
-  entries per call (one transaction each); only the time inside ``add_many`` counts, not the
-  corpus generation; and, once the searches are done, the rate of :data:`SMALL_BATCHES` more
+  entries per call (one transaction each), into a store whose tables ``setup()`` created; only
+  the time inside ``add_many`` counts, not the corpus generation; and, once the searches are done, the rate of :data:`SMALL_BATCHES` more
   calls of :data:`SMALL_BATCH` entries each;
 * one durable ``add``: median and p99 of :data:`ADDS` single adds of new memories right after
-  the import (after :data:`ADD_WARMUP` warm-up adds), with the default ``fsync=True``; beside
-  it, alternating with those adds so that both see the same machine, as many adds through a
-  second store with ``fsync=False`` (survives a crash of the process, not of the machine) on a
-  copy of the file, since two connections writing one file make each other wait and reload
-  their caches, which is not what one add costs;
+  the import, through the store that imported (after :data:`ADD_WARMUP` warm-up adds), with
+  the default ``fsync=True``; then, once it is closed, as many through a store opened on the
+  same file with ``fsync=False`` (survives a crash of the process, not of the machine). The two
+  do not take turns: two connections writing one file make each other wait and reload their
+  caches, and a store opened afresh first grows SQLite's log file, which makes each fsync
+  dearer for its first few hundred adds; neither is what one add of a running store costs;
 * search: median and p99 of :data:`QUERIES` questions, top 10, after :data:`QUERY_WARMUP`
   warm-up questions, run in a fresh child process (``sys.executable``) that opens the
   database, so that its peak RSS (``VmHWM``, see :func:`peak_rss_mb`) is that of a process
@@ -49,7 +50,6 @@ import json
 import os
 import platform
 import random
-import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -139,49 +139,35 @@ def search_child(path: str) -> None:
     json.dump({"timings": timings, "scoped": scoped, "peak_mb": peak_mb}, sys.stdout)
 
 
-async def time_paired_adds(
-    durable: Any, fast: Any, items: list[Item], warmup: int
-) -> tuple[list[float], list[float]]:
-    """Add items alternately through ``durable`` and ``fast``; return both timings (seconds)."""
-    timings: tuple[list[float], list[float]] = ([], [])
-    for index, (content, metadata) in enumerate(items):
-        store = (durable, fast)[index % 2]
-        began = time.perf_counter()
-        await store.add(content, metadata)
-        timings[index % 2].append(time.perf_counter() - began)
-    return timings[0][warmup:], timings[1][warmup:]
-
-
 def bench_sqlite(size: int, questions: list[str], warmup: list[str]) -> dict[str, Any]:
     """Import, add and search at one size in a fresh temp database."""
     extra = 2 * (ADD_WARMUP + ADDS) + SMALL_BATCH * SMALL_BATCHES + SCOPED
     items = corpus(size + extra)
     with tempfile.TemporaryDirectory(prefix=f"bench-sqlite-{size}-") as tmp:
         path = os.path.join(tmp, "memory.db")
-        copy = os.path.join(tmp, "copy.db")
 
-        async def load() -> float:
+        async def write() -> tuple[float, list[float]]:
             store = SQLiteStore(path)
             try:
+                await store.setup()  # creating the tables is not part of the import
                 spent = await bulk_import(store, items, size, BATCH)
                 user = store.scope(user_id=SCOPE_USER)
                 await user.add_many(list(itertools.islice(items, SCOPED)))
-                return spent
-            finally:
-                await store.aclose()  # the last connection folds the log into the file
-
-        async def add() -> tuple[list[float], list[float]]:
-            store, fast = SQLiteStore(path), SQLiteStore(copy, fsync=False)
-            try:
-                pairs = list(itertools.islice(items, 2 * (ADD_WARMUP + ADDS)))
-                return await time_paired_adds(store, fast, pairs, ADD_WARMUP)
+                adds = list(itertools.islice(items, ADD_WARMUP + ADDS))
+                return spent, await time_adds(store, adds, ADD_WARMUP)
             finally:
                 await store.aclose()
-                await fast.aclose()
 
-        spent = asyncio.run(load())
-        shutil.copyfile(path, copy)
-        adds, fast_adds = asyncio.run(add())
+        async def write_fast() -> list[float]:
+            store = SQLiteStore(path, fsync=False)
+            try:
+                adds = list(itertools.islice(items, ADD_WARMUP + ADDS))
+                return await time_adds(store, adds, ADD_WARMUP)
+            finally:
+                await store.aclose()
+
+        spent, adds = asyncio.run(write())
+        fast_adds = asyncio.run(write_fast())
         child = subprocess.run(
             [sys.executable, __file__, "--search-child", path],
             input=json.dumps({"questions": questions, "warmup": warmup}),
@@ -328,7 +314,8 @@ def render(rows: list[dict[str, Any]], elapsed: float, load: tuple[float, ...]) 
         f"{load[0]:.2f} at start, {os.getloadavg()[0]:.2f} at end (shared, noisy machine).",
         f"* Samples: import in `add_many` batches of {BATCH:,}, then {SMALL_BATCHES} more batches "
         f"of {SMALL_BATCH:,} after the searches; {ADDS} single adds after {ADD_WARMUP} warm-up "
-        f"with fsync and as many without, alternating ({JSON_ADDS} for the JSON stores); "
+        "with fsync through the store that imported, then as many without through a store "
+        f"opened next on the same file ({JSON_ADDS} for the JSON stores); "
         f"{QUERIES} LoCoMo questions "
         f"after {QUERY_WARMUP} warm-up, top 10. SQLite searches run in a fresh child process "
         "that opens the database (page cache warm from the import); peak RSS is its `VmHWM`.",
