@@ -242,3 +242,28 @@ def test_debouncer_stop_reports_unserved_work_and_survives_failures() -> None:
                 time.sleep(0.005)
     finally:
         quick.stop()
+
+
+async def test_searches_do_not_wait_behind_indexing_while_another_writer_holds_the_file(
+    tmp_path: Path,
+) -> None:
+    store = SQLiteStore(tmp_path / "m.db", busy_timeout=60.0)
+    other = sqlite3.connect(tmp_path / "m.db", isolation_level=None)
+    try:
+        await store.add("a fact about lynxes")
+        other.execute("BEGIN IMMEDIATE")  # another writer holds the file, as a long import would
+        # Each search sees the waiting memory and asks for it to be indexed; the indexing must
+        # step aside rather than hold the store's connection while it waits for the file.
+        for _ in range(3):
+            hits = await asyncio.wait_for(store.search("lynxes"), timeout=20)
+            assert [hit.content for hit in hits] == ["a fact about lynxes"]
+            await asyncio.sleep(0.15)
+        assert _waiting(store.path) == 1
+        other.execute("ROLLBACK")
+        deadline = time.monotonic() + 30
+        while _waiting(store.path):  # indexed once the file is free
+            assert time.monotonic() < deadline, "the waiting memory was never indexed"
+            await asyncio.sleep(0.01)
+    finally:
+        other.close()
+        await store.aclose()

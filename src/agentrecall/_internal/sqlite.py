@@ -86,7 +86,9 @@ class Database:
     * ``tidy``, the component's deferred upkeep, runs in a write transaction that is not
       fsynced, off the caller's path: shortly after :meth:`tidy_soon`, and when the database
       is closed (also at interpreter exit). It must leave the data correct whether it runs or
-      not; a failure is left for the next request;
+      not; a failure is left for the next request. It never waits for another connection's
+      write: while one holds the file, it is tried again shortly, and this object's calls
+      (a search, say) are not held up behind it;
     * a busy database is waited for (``busy_timeout`` seconds, then a few retries); SQLite's
       "database is locked" does not reach the caller unless the wait is really exhausted;
     * every SQLite failure is raised as :class:`~agentrecall.errors.StorageError` naming the
@@ -184,8 +186,24 @@ class Database:
             self._tidier.nudge()
 
     def _run_tidy(self) -> None:
-        if self._tidy is not None:
-            self.run(self._tidy, write=True, durable=False)
+        busy = False
+        with self._lock:
+            db = self._connection
+            if db is None or self._tidy is None:
+                return  # closed since the request, and closing did the work
+            # Waiting for another writer here would hold this object's lock, and every call
+            # behind it, for as long as that writer takes (a bulk import: seconds).
+            db.execute("PRAGMA busy_timeout = 0")
+            try:
+                self._attempt(db, self._tidy, write=True, durable=False)
+            except sqlite3.OperationalError as error:
+                if not _is_busy(error):
+                    raise
+                busy = True
+            finally:
+                db.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
+        if busy:
+            self._tidier.nudge()
 
     def close(self) -> None:
         """Run the deferred upkeep, then close the connection; the next :meth:`run` reopens."""
