@@ -44,7 +44,7 @@ def _index_now(store: SQLiteStore) -> None:
 
 
 async def _ranked(store: SQLiteStore, query: str, **options: object) -> list[tuple[str, float]]:
-    hits = await store.search(query, {"max_search_results": 50}, **options)  # type: ignore[arg-type]
+    hits = await store.search(query, {"max_search_results": 50}, **options)
     return [(hit.id, round(hit.metadata["_relevanceScore"], 9)) for hit in hits]
 
 
@@ -125,13 +125,16 @@ async def test_closing_indexes_what_waits(held: SQLiteStore) -> None:
 
 
 async def test_a_read_only_store_finds_waiting_memories_and_leaves_them(
-    held: SQLiteStore,
+    held: SQLiteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await held.add("a fact about herons")
+    # The reader gets the usual delays, so a request to index would be served within the sleep.
+    monkeypatch.setattr(sqlite_module, "TIDY_SETTLE", 0.02)
+    monkeypatch.setattr(sqlite_module, "TIDY_LONGEST", 0.1)
     reader = SQLiteStore(held.path, writable=False)
     try:
         assert [hit.content for hit in await reader.search("herons")] == ["a fact about herons"]
-        await asyncio.sleep(0.2)  # longer than the default tidy delay
+        await asyncio.sleep(0.3)
         assert _waiting(held.path) == 1
     finally:
         await reader.aclose()
