@@ -12,9 +12,12 @@ import subprocess
 import sys
 from contextlib import closing
 from datetime import datetime, timedelta, timezone
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from sqlite_checks import check_full_text_index
 
 from agentrecall import InvalidArgumentError, MemoryManager, StorageError
@@ -32,6 +35,7 @@ from agentrecall.stores.sqlite.query import (
     query_terms,
 )
 from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
+from agentrecall.stores.sqlite.writes import CHUNK, FIRST_CHUNK, chunk_bounds
 from agentrecall.types import MemoryRecord
 
 
@@ -103,6 +107,19 @@ def test_plan_gives_the_budget_to_rare_terms_and_skips_common_ones() -> None:
     assert [p.postings for p in small] == [None, None]  # small stores score every posting
     sql = candidate_query(plan_terms(df, 1_000_000), "m.user_id = ?", 100)
     assert sql.count("UNION ALL") == 2 and sql.count("m.user_id = ?") == 3
+
+
+@given(st.integers(min_value=0, max_value=60_000))
+def test_pipeline_chunks_cover_the_batch_and_grow_from_a_small_first(total: int) -> None:
+    bounds = chunk_bounds(total)
+    assert [start for start, _ in bounds] == [0, *(stop for _, stop in bounds)][: len(bounds)]
+    assert (bounds[-1][1] if bounds else 0) == total
+    sizes = [stop - start for start, stop in bounds]
+    assert all(0 < size <= CHUNK for size in sizes)
+    assert not sizes or sizes[0] == min(total, FIRST_CHUNK)
+    # Only the last chunk may be shorter than the rule gives: it ends the batch.
+    assert all(later <= 3 * earlier for earlier, later in pairwise(sizes))
+    assert all(later == min(3 * earlier, CHUNK) for earlier, later in pairwise(sizes[:-1]))
 
 
 def test_bm25_and_the_averages_record() -> None:

@@ -29,7 +29,9 @@ from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
 from agentrecall.stores.sqlite.search import ranked_search
 from agentrecall.stores.sqlite.writes import (
     DEFERRED_ROWS,
+    FIRST_CHUNK,
     Row,
+    chunk_bounds,
     index_unindexed,
     insert_pipelined,
     insert_rows,
@@ -55,9 +57,6 @@ Strings = list[str]
 ImportRow = tuple[str | bytes | None, ...]
 Records = list[MemoryRecord]
 _KEY_CHUNK = 500  # bound parameters per IN (...) list, well under SQLite's limit
-# Memories per chunk of a large add_many: one chunk's rows are built while SQLite indexes the
-# one before, and building takes about as long as indexing at this size.
-_PIPELINE_CHUNK = 5_000
 # Time filters and expiry compare these strings, so only the stored shape sorts correctly.
 _STORED_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 # Metadata was checked to be a finite, acyclic JSON object; one encoder spares ``json.dumps``
@@ -240,8 +239,8 @@ class SQLiteStore:
 
         A bad item (its index is in the message) stores nothing of the batch; duplicates within
         the batch and against the store dedup like separate adds. Large batches are the fast
-        way to load many memories: their rows are prepared while SQLite indexes the previous
-        5,000.
+        way to load many memories: their rows are prepared while SQLite indexes the chunk
+        before.
         """
         self._check_writable()
         expiry = self._expiry(ttl, None)
@@ -250,7 +249,7 @@ class SQLiteStore:
             return []
         # A batch larger than a chunk is checked in the worker, chunk by chunk, while SQLite
         # indexes the chunk before; a bad item still stores nothing (one transaction).
-        checked = len(batch) <= _PIPELINE_CHUNK
+        checked = len(batch) <= FIRST_CHUNK
         if checked:
             check_items(batch)
         return await self._offload(self._add_blocking, batch, expiry, checked)
@@ -493,9 +492,8 @@ class SQLiteStore:
     def _add_blocking(self, items: Items, expires_at: str | None, checked: bool) -> AddResults:
         now = utc_timestamp()
 
-        def build(chunk: int) -> list[Row]:
-            start = chunk * _PIPELINE_CHUNK
-            part = items[start : start + _PIPELINE_CHUNK]
+        def build(start: int, stop: int) -> list[Row]:
+            part = items[start:stop]
             if not checked:
                 for index, (content, metadata) in enumerate(part, start):
                     check_item(content, metadata, f" (item {index})")
@@ -518,12 +516,12 @@ class SQLiteStore:
             purge_expired(db, now)
             scope = scope_number(db, self._scope)
             conflict = "ON CONFLICT (scope, content_hash) DO NOTHING"
-            chunks = -(-len(items) // _PIPELINE_CHUNK)
-            if chunks == 1:
-                rows = build(0)
+            bounds = chunk_bounds(len(items))
+            if len(bounds) == 1:
+                rows = build(*bounds[0])
                 added = insert_rows(db, scope, rows, conflict)
             else:
-                added, rows = insert_pipelined(db, scope, chunks, build, conflict)
+                added, rows = insert_pipelined(db, scope, bounds, build, conflict)
             if added == len(rows):  # no duplicate, in the batch or before it
                 return [AddResult(id=row[0]) for row in rows]
             keys = list(dict.fromkeys(row[2] for row in rows))
@@ -545,9 +543,8 @@ class SQLiteStore:
     def _import_blocking(self, records: Records) -> int:
         now = utc_timestamp()
 
-        def build(chunk: int) -> list[Row]:
-            start = chunk * _PIPELINE_CHUNK
-            part = records[start : start + _PIPELINE_CHUNK]
+        def build(start: int, stop: int) -> list[Row]:
+            part = records[start:stop]
             rows = (self._import_row(index, record) for index, record in enumerate(part, start))
             return [row for row in rows if not isinstance(row[6], str) or row[6] > now]
 
@@ -556,10 +553,10 @@ class SQLiteStore:
             scope = scope_number(db, self._scope)
             # No conflict target: a taken id and a duplicate content both skip the row.
             conflict = "ON CONFLICT DO NOTHING"
-            chunks = -(-len(records) // _PIPELINE_CHUNK)
-            if chunks == 1:
-                return insert_rows(db, scope, build(0), conflict)
-            return insert_pipelined(db, scope, chunks, build, conflict)[0]
+            bounds = chunk_bounds(len(records))
+            if len(bounds) == 1:
+                return insert_rows(db, scope, build(*bounds[0]), conflict)
+            return insert_pipelined(db, scope, bounds, build, conflict)[0]
 
         return self._write_and_index(write, len(records))
 

@@ -110,33 +110,58 @@ def index_unindexed(db: sqlite3.Connection) -> int:
 Row = Sequence[Any]
 
 
+FIRST_CHUNK = 1_000
+"""Rows in the first chunk of :func:`insert_pipelined`, which is built with nothing to overlap."""
+
+CHUNK = 5_000
+"""The most rows in a later chunk of :func:`insert_pipelined`."""
+
+
+def chunk_bounds(total: int) -> list[tuple[int, int]]:
+    """Split ``total`` rows into the ``(start, stop)`` chunks of :func:`insert_pipelined`.
+
+    The first chunk is built while nothing else runs, so it is small (:data:`FIRST_CHUNK`):
+    a first chunk of 5,000 kept SQLite waiting about 70 ms per call. Each later chunk is built
+    while SQLite writes the one before, which takes two to three times as long per row as
+    building, so a chunk may be up to three times the one before it, to at most :data:`CHUNK`.
+    """
+    bounds: list[tuple[int, int]] = []
+    start, size = 0, FIRST_CHUNK
+    while start < total:
+        stop = min(start + size, total)
+        bounds.append((start, stop))
+        start, size = stop, min(3 * size, CHUNK)
+    return bounds
+
+
 def insert_pipelined(
     db: sqlite3.Connection,
     scope: int,
-    chunks: int,
-    build: Callable[[int], list[Row]],
+    bounds: Sequence[tuple[int, int]],
+    build: Callable[[int, int], list[Row]],
     conflict: str,
 ) -> tuple[int, list[Row]]:
-    """Insert ``chunks`` chunks of rows made by ``build(k)``; return (rows added, all rows).
+    """Insert the rows ``build(start, stop)`` makes per chunk; return (rows added, all rows).
 
-    Like :func:`insert_rows`, chunk after chunk, with one difference: while SQLite indexes
-    chunk ``k`` (a single statement, during which Python's lock is free) a helper thread builds
-    chunk ``k + 1`` (checks, ids, digests, JSON). Building never overlaps the row inserts, which
-    need Python's lock for every row. An error in ``build`` surfaces here, before anything of
-    its chunk is written.
+    ``bounds`` are the chunks' ``(start, stop)``, as :func:`chunk_bounds` gives them. Like
+    :func:`insert_rows`, chunk after chunk, with one difference: while SQLite indexes one
+    chunk (a single statement, during which Python's lock is free) a helper thread builds the
+    next (checks, ids, digests, JSON). Building never overlaps the row inserts, which need
+    Python's lock for every row. An error in ``build`` surfaces here, before anything of its
+    chunk is written.
     """
     insert = _INSERT.format(scope=int(scope)) + conflict
     built: list[Row] = []
     added = 0
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentrecall rows") as helper:
-        pending = helper.submit(build, 0)
-        for k in range(chunks):
+        pending = helper.submit(build, *bounds[0])
+        for k in range(len(bounds)):
             rows = pending.result()
             built.extend(rows)
             last = _last_seq(db)
             db.executemany(insert, rows)
-            if k + 1 < chunks:
-                pending = helper.submit(build, k + 1)
+            if k + 1 < len(bounds):
+                pending = helper.submit(build, *bounds[k + 1])
             added += _index_after(db, last)
     return added, built
 
