@@ -9,6 +9,11 @@ calls of :data:`BATCH`, with every row prepared before the clock starts, into:
 * ``table + unique ids + dedup``: the table with the two unique indexes the store's contract
   needs (lookup by id; one memory per stripped content and scope), no keyword index;
 * ``table + unique ids + dedup + FTS5``: both, as ``SQLiteStore`` stores a memory;
+* ``table + unique ids + dedup, FTS5 in a second file written in parallel``: the table with
+  both unique indexes in one file and a contentless FTS5 index over its text in a second file,
+  which a second thread fills from chunks of :data:`CHUNK` rows as the first inserts them. The
+  FTS5 work and the row inserts hold different files' write locks, so they can run at the same
+  time (and, as SQLite releases Python's lock while it works, on two cores);
 * ``table + unique ids + dedup + tantivy`` (when the ``tantivy`` package is installed): the
   keyword index in tantivy instead of FTS5, one ``add_document`` per memory through its Python
   binding and one commit per call, timed with the SQLite writes (rows for tantivy are built in
@@ -34,9 +39,11 @@ import hashlib
 import json
 import os
 import platform
+import queue
 import sqlite3
 import statistics
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -49,6 +56,7 @@ from agentrecall._internal.sqlite import CACHE_KIB
 RESULTS = Path(__file__).resolve().parent / "results" / "import-floor.md"
 BATCH = 50_000
 ADDS = 300
+CHUNK = 5_000
 TOKENIZER = "unicode61 remove_diacritics 2"
 
 Row = tuple[str, str, bytes, str]
@@ -124,6 +132,71 @@ def sqlite_rate(rows: list[Row], unique: bool, fts: bool) -> float:
             return len(rows) / (time.perf_counter() - began)
         finally:
             db.close()
+
+
+def connect_index(path: str) -> sqlite3.Connection:
+    """Open a fresh database holding only a contentless FTS5 index, usable from any thread."""
+    # Opened and committed by the main thread but written by the worker, one at a time.
+    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    db.execute("PRAGMA journal_mode = WAL")
+    db.execute("PRAGMA synchronous = FULL")
+    db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+    # Contentless: the text lives in the main file, so it is not stored twice.
+    db.execute(
+        f"CREATE VIRTUAL TABLE notes_fts USING fts5 (content, content='', tokenize='{TOKENIZER}')"
+    )
+    return db
+
+
+Chunks = queue.Queue[list[tuple[int, str]] | None]
+
+
+def index_chunks(index: sqlite3.Connection, chunks: Chunks, failures: list[Exception]) -> None:
+    """Index each chunk of ``(rowid, content)`` pairs from ``chunks`` until ``None`` comes;
+    keep an error in ``failures`` for the main thread to raise."""
+    try:
+        while (chunk := chunks.get()) is not None:
+            index.executemany("INSERT INTO notes_fts (rowid, content) VALUES (?, ?)", chunk)
+    except Exception as error:
+        failures.append(error)
+
+
+def parallel_fts_rate(rows: list[Row]) -> float:
+    """Entries per second for the unique-indexed table plus an FTS5 index in a second file,
+    written by a second thread while the rows go into the first."""
+    with tempfile.TemporaryDirectory(prefix="bench-floor-parallel-") as tmp:
+        # Only the main thread touches the table's connection, so it keeps the thread check.
+        db = connect(os.path.join(tmp, "floor.db"), unique=True, fts=False)
+        index = connect_index(os.path.join(tmp, "index.db"))
+        try:
+            began = time.perf_counter()
+            for start in range(0, len(rows), BATCH):
+                db.execute("BEGIN IMMEDIATE")
+                index.execute("BEGIN IMMEDIATE")
+                chunks: Chunks = queue.Queue()
+                failures: list[Exception] = []
+                worker = threading.Thread(target=index_chunks, args=(index, chunks, failures))
+                worker.start()
+                for chunk in range(start, min(start + BATCH, len(rows)), CHUNK):
+                    last = insert_batch(db, rows[chunk : chunk + CHUNK], unique=True)
+                    # Read back what went in, so skipped duplicates are not indexed.
+                    chunks.put(
+                        db.execute(
+                            "SELECT seq, content FROM notes WHERE seq > ?", (last,)
+                        ).fetchall()
+                    )
+                chunks.put(None)
+                # The table first: a crash between the two commits leaves rows not yet
+                # indexed, never index entries without their rows.
+                db.execute("COMMIT")
+                worker.join()
+                if failures:
+                    raise failures[0]
+                index.execute("COMMIT")
+            return len(rows) / (time.perf_counter() - began)
+        finally:
+            db.close()
+            index.close()
 
 
 def tantivy_rate(rows: list[Row]) -> float | None:
@@ -213,6 +286,10 @@ def main() -> None:
         ("table + FTS5", lambda: sqlite_rate(rows, unique=False, fts=True)),
         ("table + unique ids + dedup", lambda: sqlite_rate(rows, unique=True, fts=False)),
         ("table + unique ids + dedup + FTS5", lambda: sqlite_rate(rows, unique=True, fts=True)),
+        (
+            "table + unique ids + dedup, FTS5 in a second file written in parallel",
+            lambda: parallel_fts_rate(rows),
+        ),
         ("table + unique ids + dedup + tantivy", lambda: tantivy_rate(rows)),
     ]
     table = []
