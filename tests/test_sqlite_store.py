@@ -116,7 +116,7 @@ def test_pipeline_chunks_cover_the_batch_and_grow_from_a_small_first(total: int)
     assert (bounds[-1][1] if bounds else 0) == total
     sizes = [stop - start for start, stop in bounds]
     assert all(0 < size <= CHUNK for size in sizes)
-    assert not sizes or sizes[0] == min(total, FIRST_CHUNK)
+    assert not sizes or sizes[0] == (total if total <= CHUNK else FIRST_CHUNK)
     # Only the last chunk may be shorter than the rule gives: it ends the batch.
     assert all(later <= 3 * earlier for earlier, later in pairwise(sizes))
     assert all(later == min(3 * earlier, CHUNK) for earlier, later in pairwise(sizes[:-1]))

@@ -28,8 +28,8 @@ from agentrecall.stores.sqlite.rows import record as _record
 from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
 from agentrecall.stores.sqlite.search import ranked_search
 from agentrecall.stores.sqlite.writes import (
+    CHUNK,
     DEFERRED_ROWS,
-    FIRST_CHUNK,
     Row,
     chunk_bounds,
     index_unindexed,
@@ -249,7 +249,7 @@ class SQLiteStore:
             return []
         # A batch larger than a chunk is checked in the worker, chunk by chunk, while SQLite
         # indexes the chunk before; a bad item still stores nothing (one transaction).
-        checked = len(batch) <= FIRST_CHUNK
+        checked = len(batch) <= CHUNK
         if checked:
             check_items(batch)
         return await self._offload(self._add_blocking, batch, expiry, checked)

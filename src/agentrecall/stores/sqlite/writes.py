@@ -111,7 +111,8 @@ Row = Sequence[Any]
 
 
 FIRST_CHUNK = 1_000
-"""Rows in the first chunk of :func:`insert_pipelined`, which is built with nothing to overlap."""
+"""Rows in the first chunk of a batch :func:`insert_pipelined` takes; built with nothing to
+overlap it."""
 
 CHUNK = 5_000
 """The most rows in a later chunk of :func:`insert_pipelined`."""
@@ -120,11 +121,15 @@ CHUNK = 5_000
 def chunk_bounds(total: int) -> list[tuple[int, int]]:
     """Split ``total`` rows into the ``(start, stop)`` chunks of :func:`insert_pipelined`.
 
-    The first chunk is built while nothing else runs, so it is small (:data:`FIRST_CHUNK`):
-    a first chunk of 5,000 kept SQLite waiting about 70 ms per call. Each later chunk is built
+    Up to :data:`CHUNK` rows are one chunk: split up, they imported 15% slower in calls of
+    5,000 (median of six imports of 100,000 memories each way). A larger batch starts with a
+    small chunk (:data:`FIRST_CHUNK`), since the first chunk is built while nothing else runs: a
+    first chunk of 5,000 kept SQLite waiting about 70 ms per call. Each later chunk is built
     while SQLite writes the one before, which takes two to three times as long per row as
     building, so a chunk may be up to three times the one before it, to at most :data:`CHUNK`.
     """
+    if total <= CHUNK:
+        return [(0, total)] if total else []
     bounds: list[tuple[int, int]] = []
     start, size = 0, FIRST_CHUNK
     while start < total:
