@@ -99,6 +99,10 @@ class Scope:
         )
 
 
+STORED_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
+"""The stored shape of a time; filters and expiry compare these strings, so only it sorts right."""
+
+
 def content_hash(content: str) -> bytes:
     """Return the dedup key of ``content``: a 128-bit BLAKE2b digest of its stripped text.
 

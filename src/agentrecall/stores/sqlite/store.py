@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import re
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta, timezone
@@ -21,7 +20,13 @@ from agentrecall._internal.worker import Worker
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.retrieval.filters import check_filter, to_sql
 from agentrecall.stores.base import Capability
-from agentrecall.stores.sqlite.query import Scope, content_hash, query_terms, timestamp
+from agentrecall.stores.sqlite.query import (
+    STORED_TIME,
+    Scope,
+    content_hash,
+    query_terms,
+    timestamp,
+)
 from agentrecall.stores.sqlite.rows import RECORD_COLUMNS as _RECORD_COLUMNS
 from agentrecall.stores.sqlite.rows import metadata as _metadata
 from agentrecall.stores.sqlite.rows import record as _record
@@ -57,8 +62,6 @@ Strings = list[str]
 ImportRow = tuple[str | bytes | None, ...]
 Records = list[MemoryRecord]
 _KEY_CHUNK = 500  # bound parameters per IN (...) list, well under SQLite's limit
-# Time filters and expiry compare these strings, so only the stored shape sorts correctly.
-_STORED_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 # Metadata was checked to be a finite, acyclic JSON object; one encoder spares ``json.dumps``
 # building a new one per memory (a third of the Python time of a bulk import).
 _encode = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
@@ -427,7 +430,7 @@ class SQLiteStore:
         for field in ("created_at", "updated_at", "expires_at"):
             value = getattr(record, field)
             if (value is not None or field == "created_at") and not (
-                isinstance(value, str) and _STORED_TIME.fullmatch(value)
+                isinstance(value, str) and STORED_TIME.fullmatch(value)
             ):
                 raise InvalidArgumentError(
                     f"{where} ({record.id}): {field} must look like 2025-01-31T09:30:00.000Z, "
@@ -503,9 +506,6 @@ class SQLiteStore:
                     content,
                     content_hash(content),
                     None if metadata is None else _encode(metadata),
-                    now,
-                    None,
-                    expires_at,
                 )
                 for memory_id, (content, metadata) in zip(
                     new_time_ordered_ids(len(part)), part, strict=True
@@ -517,11 +517,12 @@ class SQLiteStore:
             scope = scope_number(db, self._scope)
             conflict = "ON CONFLICT (scope, content_hash) DO NOTHING"
             bounds = chunk_bounds(len(items))
+            times = (now, None, expires_at)
             if len(bounds) == 1:
                 rows = build(*bounds[0])
-                added = insert_rows(db, scope, rows, conflict)
+                added = insert_rows(db, scope, rows, conflict, times)
             else:
-                added, rows = insert_pipelined(db, scope, bounds, build, conflict)
+                added, rows = insert_pipelined(db, scope, bounds, build, conflict, times)
             if added == len(rows):  # no duplicate, in the batch or before it
                 return [AddResult(id=row[0]) for row in rows]
             keys = list(dict.fromkeys(row[2] for row in rows))
