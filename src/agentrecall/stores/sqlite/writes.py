@@ -71,10 +71,9 @@ def insert_rows(
     A row is ``(id, content, content_hash, metadata, created_at, updated_at, expires_at)``,
     or its first four when ``times`` gives the last three for all of them (see
     :func:`_statement`). ``conflict`` is the ``ON CONFLICT`` clause that decides which rows
-    are skipped. Up to
-    :data:`DEFERRED_ROWS` new rows are listed in ``memories_unindexed`` for
-    :func:`index_unindexed` to index later; a larger batch is fed to the full-text index in
-    the same transaction, explicitly rather than by a trigger (three to four times faster).
+    are skipped. Up to :data:`DEFERRED_ROWS` new rows are listed in ``memories_unindexed``
+    for :func:`index_unindexed` to index later; a larger batch is fed to the full-text index
+    in the same transaction, explicitly rather than by a trigger (three to four times faster).
     """
     insert = _statement(scope, conflict, times)
     if len(rows) <= DEFERRED_ROWS:
@@ -139,7 +138,7 @@ FIRST_CHUNK = 1_000
 overlap it."""
 
 CHUNK = 5_000
-"""The most rows in a later chunk of :func:`insert_pipelined`."""
+"""The most rows in one chunk; a batch of up to this many is a single chunk."""
 
 
 def chunk_bounds(total: int) -> list[tuple[int, int]]:
