@@ -4,9 +4,9 @@ What is measured, per size, each in its own fresh temp database:
 
 * bulk import: entries per second importing the corpus with ``add_many``, :data:`BATCH`
   entries per call (one transaction each), into a store whose tables ``setup()`` created; only
-  the time inside ``add_many`` counts, not the corpus generation. Up to
-  :data:`REPEATED_UP_TO` entries, where one import takes a few seconds at most and the
-  machine's noise shows, the median of :data:`IMPORT_RUNS` imports into fresh databases. And,
+  the time inside ``add_many`` counts, not the corpus generation. At every size the median of
+  :data:`IMPORT_RUNS` imports into fresh databases: on this shared machine one import's rate
+  moves by a tenth or more from run to run, at a million memories too. And,
   once the searches are done, the rate of :data:`SMALL_BATCHES` more calls of
   :data:`SMALL_BATCH` entries each;
 * one durable ``add``: median and p99 of :data:`ADDS` single adds of new memories right after
@@ -78,7 +78,7 @@ ADDS, ADD_WARMUP = 200, 5
 JSON_ADDS = 50
 QUERIES, QUERY_WARMUP = 200, 20
 SCOPED, SCOPE_USER = 2_000, "bench-user"
-IMPORT_RUNS, REPEATED_UP_TO = 3, 100_000
+IMPORT_RUNS = 3
 OPTIONS = {"max_search_results": 10}
 IMPORT_TARGET = 30_000  # entries/s
 ADD_TARGET_MS = 1.0  # median
@@ -181,10 +181,7 @@ def bench_sqlite(size: int, questions: list[str], warmup: list[str]) -> dict[str
             finally:
                 await store.aclose()
 
-        more_rates = [
-            asyncio.run(fresh_import_rate(size))
-            for _ in range(IMPORT_RUNS - 1 if size <= REPEATED_UP_TO else 0)
-        ]
+        more_rates = [asyncio.run(fresh_import_rate(size)) for _ in range(IMPORT_RUNS - 1)]
         spent, adds = asyncio.run(write())
         fast_adds = asyncio.run(write_fast())
         child = subprocess.run(
@@ -332,7 +329,7 @@ def render(rows: list[dict[str, Any]], elapsed: float, load: tuple[float, ...]) 
         f"{sqlite3.sqlite_version}, {platform.system()} {platform.machine()}; load average "
         f"{load[0]:.2f} at start, {os.getloadavg()[0]:.2f} at end (shared, noisy machine).",
         f"* Samples: import in `add_many` batches of {BATCH:,} (median of {IMPORT_RUNS} imports "
-        f"up to {REPEATED_UP_TO:,} entries), then {SMALL_BATCHES} more batches "
+        f"at each size), then {SMALL_BATCHES} more batches "
         f"of {SMALL_BATCH:,} after the searches; {ADDS} single adds after {ADD_WARMUP} warm-up "
         "with fsync through the store that imported, then as many without through a store "
         f"opened next on the same file ({JSON_ADDS} for the JSON stores); "
