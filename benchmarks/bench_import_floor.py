@@ -78,13 +78,19 @@ def prepared_rows(size: int) -> list[Row]:
     ]
 
 
-def connect(path: str, unique: bool, fts: bool) -> sqlite3.Connection:
-    """Open a fresh database with the table, the list of rows waiting for the index, and the
-    unique indexes and FTS5 if asked."""
-    db = sqlite3.connect(path, isolation_level=None)
+def open_file(path: str, *, any_thread: bool = False) -> sqlite3.Connection:
+    """Open ``path`` as the store opens its file: WAL, ``synchronous=FULL``, its page cache."""
+    db = sqlite3.connect(path, isolation_level=None, check_same_thread=not any_thread)
     db.execute("PRAGMA journal_mode = WAL")
     db.execute("PRAGMA synchronous = FULL")
     db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+    return db
+
+
+def connect(path: str, unique: bool, fts: bool) -> sqlite3.Connection:
+    """Open a fresh database with the table, the list of rows waiting for the index, and the
+    unique indexes and FTS5 if asked."""
+    db = open_file(path)
     db.execute(
         "CREATE TABLE notes (seq INTEGER PRIMARY KEY, id TEXT NOT NULL, scope INTEGER NOT NULL "
         "DEFAULT 0, content TEXT NOT NULL, digest BLOB NOT NULL, metadata TEXT)"
@@ -137,10 +143,7 @@ def sqlite_rate(rows: list[Row], unique: bool, fts: bool) -> float:
 def connect_index(path: str) -> sqlite3.Connection:
     """Open a fresh database holding only a contentless FTS5 index, usable from any thread."""
     # Opened and committed by the main thread but written by the worker, one at a time.
-    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    db.execute("PRAGMA journal_mode = WAL")
-    db.execute("PRAGMA synchronous = FULL")
-    db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+    db = open_file(path, any_thread=True)
     # Contentless: the text lives in the main file, so it is not stored twice.
     db.execute(
         f"CREATE VIRTUAL TABLE notes_fts USING fts5 (content, content='', tokenize='{TOKENIZER}')"

@@ -35,7 +35,7 @@ from agentrecall.stores.sqlite.query import (
     query_terms,
 )
 from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
-from agentrecall.stores.sqlite.writes import CHUNK, FIRST_CHUNK, _statement, chunk_bounds
+from agentrecall.stores.sqlite.writes import CHUNK, FIRST_CHUNK, chunk_bounds, insert_statement
 from agentrecall.types import MemoryRecord
 
 
@@ -123,10 +123,10 @@ def test_pipeline_chunks_cover_the_batch_and_grow_from_a_small_first(total: int)
 
 
 def test_a_batch_insert_takes_only_stored_timestamps_into_its_sql() -> None:
-    sql = _statement(3, "ON CONFLICT DO NOTHING", ("2026-01-31T09:30:00.000Z", None, None))
+    sql = insert_statement(3, "ON CONFLICT DO NOTHING", ("2026-01-31T09:30:00.000Z", None, None))
     assert "VALUES (?, 3, ?, ?, ?, '2026-01-31T09:30:00.000Z', NULL, NULL)" in sql
     with pytest.raises(ValueError, match="stored shape"):
-        _statement(0, "", ("2026-01-31'); DROP TABLE memories; --", None, None))
+        insert_statement(0, "", ("2026-01-31'); DROP TABLE memories; --", None, None))
 
 
 def test_bm25_and_the_averages_record() -> None:

@@ -16,7 +16,7 @@ Times = tuple[str, None, str | None]
 """``(created_at, updated_at, expires_at)`` shared by every row of a batch of new memories."""
 
 
-def _statement(scope: int, conflict: str, times: Times | None) -> str:
+def insert_statement(scope: int, conflict: str, times: Times | None) -> str:
     """Return the INSERT for rows of scope number ``scope``, skipping what ``conflict`` says.
 
     With ``times``, the batch's timestamps are written into the statement and a row is
@@ -70,12 +70,13 @@ def insert_rows(
 
     A row is ``(id, content, content_hash, metadata, created_at, updated_at, expires_at)``,
     or its first four when ``times`` gives the last three for all of them (see
-    :func:`_statement`). ``conflict`` is the ``ON CONFLICT`` clause that decides which rows
-    are skipped. Up to :data:`DEFERRED_ROWS` new rows are listed in ``memories_unindexed``
-    for :func:`index_unindexed` to index later; a larger batch is fed to the full-text index
-    in the same transaction, explicitly rather than by a trigger (three to four times faster).
+    :func:`insert_statement`). ``conflict`` is the ``ON CONFLICT`` clause that decides which
+    rows are skipped. Up to :data:`DEFERRED_ROWS` new rows are listed in
+    ``memories_unindexed`` for :func:`index_unindexed` to index later; a larger batch is fed to
+    the full-text index in the same transaction, explicitly rather than by a trigger (three to
+    four times faster).
     """
-    insert = _statement(scope, conflict, times)
+    insert = insert_statement(scope, conflict, times)
     if len(rows) <= DEFERRED_ROWS:
         added = []
         for row in rows:
@@ -179,7 +180,7 @@ def insert_pipelined(
     Python's lock for every row. An error in ``build`` surfaces here, before anything of its
     chunk is written.
     """
-    insert = _statement(scope, conflict, times)
+    insert = insert_statement(scope, conflict, times)
     built: list[Row] = []
     added = 0
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentrecall rows") as helper:
