@@ -1,8 +1,9 @@
 """Benchmark: how fast SQLite itself imports the corpus, piece by piece, without agentrecall.
 
 ``bench_sqlite.py`` times ``SQLiteStore``'s bulk import. This script times bare ``sqlite3``
-(WAL, ``synchronous=FULL``, the store's 64 MiB page cache) writing the same corpus in the same
-calls of :data:`BATCH`, with every row prepared before the clock starts, into:
+(WAL, ``synchronous=FULL``, the store's page size and 64 MiB page cache) writing the same
+corpus in the same calls of :data:`BATCH`, with every row prepared before the clock starts,
+into:
 
 * ``table + FTS5``: a table of text and metadata and an FTS5 index over the text (the store's
   tokenizer): the least a keyword store needs;
@@ -35,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import hashlib
 import json
 import os
 import platform
@@ -52,6 +52,8 @@ from corpus import corpus
 
 from agentrecall._internal.ids import new_time_ordered_ids
 from agentrecall._internal.sqlite import CACHE_KIB
+from agentrecall.stores.sqlite.query import content_key
+from agentrecall.stores.sqlite.store import PAGE_SIZE
 
 RESULTS = Path(__file__).resolve().parent / "results" / "import-floor.md"
 BATCH = 50_000
@@ -59,17 +61,17 @@ ADDS = 300
 CHUNK = 5_000
 TOKENIZER = "unicode61 remove_diacritics 2"
 
-Row = tuple[str, str, bytes, str]
+Row = tuple[str, str, int, str]
 
 
 def prepared_rows(size: int) -> list[Row]:
-    """Return ``(id, content, dedup digest, metadata JSON)`` for the corpus."""
+    """Return ``(id, content, dedup key, metadata JSON)`` for the corpus."""
     items = list(corpus(size))
     return [
         (
             memory_id,
             content,
-            hashlib.blake2b(content.strip().encode(), digest_size=16).digest(),
+            content_key(content),
             json.dumps(metadata, ensure_ascii=False),
         )
         for memory_id, (content, metadata) in zip(
@@ -79,8 +81,10 @@ def prepared_rows(size: int) -> list[Row]:
 
 
 def open_file(path: str, *, any_thread: bool = False) -> sqlite3.Connection:
-    """Open ``path`` as the store opens its file: WAL, ``synchronous=FULL``, its page cache."""
+    """Open ``path`` as the store opens its file: its page size, WAL, ``synchronous=FULL``, its
+    page cache."""
     db = sqlite3.connect(path, isolation_level=None, check_same_thread=not any_thread)
+    db.execute(f"PRAGMA page_size = {PAGE_SIZE}")
     db.execute("PRAGMA journal_mode = WAL")
     db.execute("PRAGMA synchronous = FULL")
     db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
@@ -93,17 +97,19 @@ def connect(path: str, unique: bool, fts: bool) -> sqlite3.Connection:
     db = open_file(path)
     db.execute(
         "CREATE TABLE notes (seq INTEGER PRIMARY KEY, id TEXT NOT NULL, scope INTEGER NOT NULL "
-        "DEFAULT 0, content TEXT NOT NULL, digest BLOB NOT NULL, metadata TEXT)"
+        "DEFAULT 0, content TEXT NOT NULL, dedup_key BLOB NOT NULL, metadata TEXT)"
     )
     db.execute("CREATE TABLE waiting (seq INTEGER PRIMARY KEY)")
     if unique:
         db.execute("CREATE UNIQUE INDEX notes_id ON notes (id)")
-        db.execute("CREATE UNIQUE INDEX notes_dedup ON notes (scope, digest)")
+        db.execute("CREATE UNIQUE INDEX notes_dedup ON notes (scope, dedup_key)")
     if fts:
+        # As the store's: each memory's scope number indexed beside its text, no token counts.
         db.execute(
-            "CREATE VIRTUAL TABLE notes_fts USING fts5 (content, content='notes', "
-            f"content_rowid='seq', tokenize='{TOKENIZER}')"
+            "CREATE VIRTUAL TABLE notes_fts USING fts5 (content, scope, content='notes', "
+            f"content_rowid='seq', tokenize='{TOKENIZER}', columnsize=0)"
         )
+        db.execute("INSERT INTO notes_fts (notes_fts, rank) VALUES ('automerge', 8)")
     return db
 
 
@@ -112,7 +118,7 @@ def insert_batch(db: sqlite3.Connection, rows: list[Row], unique: bool) -> int:
     row id before them, above which the new rows are."""
     last = int(db.execute("SELECT max(seq) FROM notes").fetchone()[0] or 0)
     db.executemany(
-        "INSERT INTO notes (id, content, digest, metadata) VALUES (?, ?, ?, ?)"
+        "INSERT INTO notes (id, content, dedup_key, metadata) VALUES (?, ?, ?, ?)"
         + (" ON CONFLICT DO NOTHING" if unique else ""),
         rows,
     )
@@ -130,8 +136,8 @@ def sqlite_rate(rows: list[Row], unique: bool, fts: bool) -> float:
                 last = insert_batch(db, rows[start : start + BATCH], unique)
                 if fts:
                     db.execute(
-                        "INSERT INTO notes_fts (rowid, content) "
-                        "SELECT seq, content FROM notes WHERE seq > ?",
+                        "INSERT INTO notes_fts (rowid, content, scope) "
+                        "SELECT seq, content, scope FROM notes WHERE seq > ?",
                         (last,),
                     )
                 db.execute("COMMIT")
@@ -246,10 +252,13 @@ def single_add_medians(rows: list[Row], extra: list[Row]) -> dict[str, float]:
             db = connect(os.path.join(tmp, f"adds-{ways.index(way)}.db"), unique=True, fts=fts)
             db.execute("BEGIN")
             db.executemany(
-                "INSERT INTO notes (id, content, digest, metadata) VALUES (?, ?, ?, ?)", rows
+                "INSERT INTO notes (id, content, dedup_key, metadata) VALUES (?, ?, ?, ?)", rows
             )
             if fts:
-                db.execute("INSERT INTO notes_fts (rowid, content) SELECT seq, content FROM notes")
+                db.execute(
+                    "INSERT INTO notes_fts (rowid, content, scope) "
+                    "SELECT seq, content, scope FROM notes"
+                )
             db.execute("COMMIT")
             databases.append((db, way))
         timings: dict[str, list[float]] = {way: [] for way in ways}
@@ -259,13 +268,13 @@ def single_add_medians(rows: list[Row], extra: list[Row]) -> dict[str, float]:
                     began = time.perf_counter()
                     db.execute("BEGIN IMMEDIATE")
                     cursor = db.execute(
-                        "INSERT INTO notes (id, content, digest, metadata) VALUES (?, ?, ?, ?) "
+                        "INSERT INTO notes (id, content, dedup_key, metadata) VALUES (?, ?, ?, ?) "
                         "ON CONFLICT DO NOTHING",
                         row,
                     )
                     if way == "indexed by FTS5":
                         db.execute(
-                            "INSERT INTO notes_fts (rowid, content) VALUES (?, ?)",
+                            "INSERT INTO notes_fts (rowid, content, scope) VALUES (?, ?, 0)",
                             (cursor.lastrowid, row[1]),
                         )
                     elif way == "listed for later indexing":

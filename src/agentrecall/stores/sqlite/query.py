@@ -104,14 +104,26 @@ STORED_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 
 
 def content_hash(content: str) -> bytes:
-    """Return the dedup key of ``content``: a 128-bit BLAKE2b digest of its stripped text.
+    """Return a 128-bit BLAKE2b digest of ``content``'s stripped text.
 
-    Two memories of one scope are duplicates when their stripped contents are equal; indexing
-    16 bytes instead of the whole text keeps the index small and inserts fast. A collision
-    between different texts would need about 2**64 memories in one scope.
+    The dedup key of a memory whose :func:`content_key` another text of its scope already
+    holds (see :mod:`agentrecall.stores.sqlite.dedup`); two different texts would share it
+    only among about 2**64 memories of one scope.
     """
     text = content.strip().encode("utf-8", "surrogatepass")
     return hashlib.blake2b(text, digest_size=16).digest()
+
+
+def content_key(content: str) -> int:
+    """Return the dedup key of ``content``: a signed 64-bit integer digest of its stripped text.
+
+    Two memories of one scope are duplicates when their stripped contents are equal. Keying
+    the dedup index by an integer instead of the text (or a 16-byte digest) keeps it small and
+    its comparisons cheap. Different texts share a key once in about 2**64 pairs, so a key is
+    never trusted alone: :mod:`agentrecall.stores.sqlite.dedup` compares the texts.
+    """
+    text = content.strip().encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "big", signed=True)
 
 
 def fold(term: str) -> str:

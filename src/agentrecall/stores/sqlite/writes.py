@@ -85,13 +85,25 @@ def insert_rows(
                 added.append((cursor.lastrowid,))
         db.executemany("INSERT INTO memories_unindexed (seq) VALUES (?)", added)
         return len(added)
-    last = _last_seq(db)
+    last = last_seq(db)
     db.executemany(insert, rows)
     return _index_after(db, last)
 
 
-def _last_seq(db: sqlite3.Connection) -> int:
+def last_seq(db: sqlite3.Connection) -> int:
+    """Return the highest memory row number (0 when there are none)."""
     return int(db.execute("SELECT max(seq) FROM memories").fetchone()[0] or 0)
+
+
+def index_later(db: sqlite3.Connection, seqs: Sequence[int]) -> None:
+    """Hand the memories ``seqs``, inserted outside :func:`insert_rows`, to the full-text index.
+
+    Up to :data:`DEFERRED_ROWS` are listed for later, as a small insert's are; more are indexed
+    now, with whatever else is listed.
+    """
+    db.executemany("INSERT INTO memories_unindexed (seq) VALUES (?)", [(seq,) for seq in seqs])
+    if len(seqs) > DEFERRED_ROWS:
+        index_unindexed(db)
 
 
 def _index_after(db: sqlite3.Connection, last: int) -> int:
@@ -188,7 +200,7 @@ def insert_pipelined(
         for k in range(len(bounds)):
             rows = pending.result()
             built.extend(rows)
-            last = _last_seq(db)
+            last = last_seq(db)
             db.executemany(insert, rows)
             if k + 1 < len(bounds):
                 pending = helper.submit(build, *bounds[k + 1])
