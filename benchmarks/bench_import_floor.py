@@ -1,9 +1,8 @@
 """Benchmark: how fast SQLite itself imports the corpus, piece by piece, without agentrecall.
 
 ``bench_sqlite.py`` times ``SQLiteStore``'s bulk import. This script times bare ``sqlite3``
-(WAL, ``synchronous=FULL``, the store's page size and 64 MiB page cache) writing the same
-corpus in the same calls of :data:`BATCH`, with every row prepared before the clock starts,
-into:
+(WAL, ``synchronous=FULL``, the store's 64 MiB page cache) writing the same corpus in the same
+calls of :data:`BATCH`, with every row prepared before the clock starts, into:
 
 * ``table + FTS5``: a table of text and metadata and an FTS5 index over the text (the store's
   tokenizer): the least a keyword store needs;
@@ -53,7 +52,6 @@ from corpus import corpus
 from agentrecall._internal.ids import new_time_ordered_ids
 from agentrecall._internal.sqlite import CACHE_KIB
 from agentrecall.stores.sqlite.query import content_key
-from agentrecall.stores.sqlite.store import PAGE_SIZE
 
 RESULTS = Path(__file__).resolve().parent / "results" / "import-floor.md"
 BATCH = 50_000
@@ -81,10 +79,8 @@ def prepared_rows(size: int) -> list[Row]:
 
 
 def open_file(path: str, *, any_thread: bool = False) -> sqlite3.Connection:
-    """Open ``path`` as the store opens its file: its page size, WAL, ``synchronous=FULL``, its
-    page cache."""
+    """Open ``path`` as the store opens its file: WAL, ``synchronous=FULL``, its page cache."""
     db = sqlite3.connect(path, isolation_level=None, check_same_thread=not any_thread)
-    db.execute(f"PRAGMA page_size = {PAGE_SIZE}")
     db.execute("PRAGMA journal_mode = WAL")
     db.execute("PRAGMA synchronous = FULL")
     db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")

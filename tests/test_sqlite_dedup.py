@@ -1,4 +1,4 @@
-"""SQLiteStore dedup on integer keys: exact however often keys collide; the file's page size.
+"""SQLiteStore dedup on integer keys: exact however often keys collide.
 
 Real 64-bit keys practically never collide, so most tests here give the store a key that
 collides all the time (a few values for every content) and check that dedup still goes by the
@@ -237,27 +237,3 @@ async def test_upgrade_gives_integer_keys_and_digests_to_colliding_memories(
     assert [key for _, _, key in stored(path)] == [0, query.content_hash("xyz"), 2, 0]
     await store.aclose()
     check_file(path)
-
-
-async def test_a_new_file_gets_bigger_pages_and_an_old_one_keeps_its_own(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "new.db")
-    await store.add("fact")
-    await store.aclose()
-    with closing(sqlite3.connect(tmp_path / "new.db")) as db:
-        assert db.execute("PRAGMA page_size").fetchone()[0] == store_module.PAGE_SIZE == 8192
-
-    functions = {"agentrecall_content_hash": query.content_hash}
-    old = Database(
-        str(tmp_path / "old.db"),
-        component=COMPONENT,
-        migrations=MIGRATIONS[:6],
-        functions=functions,
-    )
-    old.run(lambda db: None, write=True)
-    old.close()
-    store = SQLiteStore(tmp_path / "old.db")
-    await store.add("fact")
-    assert [h.content for h in await store.search("fact")] == ["fact"]
-    await store.aclose()
-    with closing(sqlite3.connect(tmp_path / "old.db")) as db:
-        assert db.execute("PRAGMA page_size").fetchone()[0] == 4096

@@ -94,9 +94,7 @@ class Database:
     * every SQLite failure is raised as :class:`~agentrecall.errors.StorageError` naming the
       file, with the ``sqlite3`` error chained; the message says so when the file is not an
       SQLite database, is damaged, or sits on a full disk (also when SQLite only reports a
-      "disk I/O error" there). Calls are serialized per object and may come from any thread;
-    * a file this object creates (or finds empty) gets ``page_size``, when given; a file with
-      tables keeps the page size it was made with.
+      "disk I/O error" there). Calls are serialized per object and may come from any thread.
     """
 
     def __init__(
@@ -109,10 +107,8 @@ class Database:
         busy_timeout: float = 30.0,
         functions: Mapping[str, Callable[[str], bytes | int]] | None = None,
         tidy: Callable[[sqlite3.Connection], object] | None = None,
-        page_size: int | None = None,
     ) -> None:
         self.path = path
-        self._page_size = page_size
         self._tidy = tidy
         self._tidier = Debouncer(
             self._run_tidy,
@@ -277,9 +273,6 @@ class Database:
                 # Deterministic, one argument: the component's own helpers for its SQL.
                 db.create_function(name, 1, function, deterministic=True)
             self._check_is_ours(db)
-            if self._page_size is not None:
-                # Takes effect only on a file without tables yet: an existing file keeps its own.
-                db.execute(f"PRAGMA page_size = {int(self._page_size)}")
             db.execute("PRAGMA journal_mode = WAL")
             # SQLite's default page cache is 2 MiB; B-tree inserts into large indexes then go
             # to the OS for most pages. 64 MiB keeps the hot part of a million-row store cached.

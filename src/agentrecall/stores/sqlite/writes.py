@@ -188,7 +188,7 @@ def insert_pipelined(
     ``bounds`` are the chunks' ``(start, stop)``, as :func:`chunk_bounds` gives them. Like
     :func:`insert_rows`, chunk after chunk, with one difference: while SQLite indexes one
     chunk (a single statement, during which Python's lock is free) a helper thread builds the
-    next (checks, ids, digests, JSON). Building never overlaps the row inserts, which need
+    next (checks, ids, dedup keys, JSON). Building never overlaps the row inserts, which need
     Python's lock for every row. An error in ``build`` surfaces here, before anything of its
     chunk is written.
     """
