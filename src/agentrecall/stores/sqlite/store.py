@@ -508,12 +508,17 @@ class SQLiteStore:
 
     def _add_blocking(self, items: Items, expires_at: str | None, checked: bool) -> AddResults:
         now = utc_timestamp()
+        # The results if every row goes in, made with the rows: for a large batch in the helper
+        # thread, while SQLite works, rather than after it (a microsecond a memory).
+        results: AddResults = []
 
         def build(start: int, stop: int) -> list[Row]:
             part = items[start:stop]
             if not checked:
                 for index, (content, metadata) in enumerate(part, start):
                     check_item(content, metadata, f" (item {index})")
+            ids = new_time_ordered_ids(len(part))
+            results.extend([AddResult(id=memory_id) for memory_id in ids])
             return [
                 (
                     memory_id,
@@ -521,9 +526,7 @@ class SQLiteStore:
                     content_key(content),
                     None if metadata is None else _encode(metadata),
                 )
-                for memory_id, (content, metadata) in zip(
-                    new_time_ordered_ids(len(part)), part, strict=True
-                )
+                for memory_id, (content, metadata) in zip(ids, part, strict=True)
             ]
 
         def write(db: sqlite3.Connection) -> AddResults:
@@ -542,7 +545,7 @@ class SQLiteStore:
                 else:
                     added, rows = insert_pipelined(db, scope, bounds, build, conflict, times)
                 if added == len(rows):  # no duplicate, in the batch or before it
-                    return [AddResult(id=row[0]) for row in rows]
+                    return results
                 ids, late = settle(db, scope, insert, rows, 0)
             index_later(db, late)
             return [AddResult(id=_fresh(memory_id)) for memory_id in ids]
