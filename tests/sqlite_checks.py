@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
+from pathlib import Path
 
-from agentrecall.stores.sqlite.query import averages
+from agentrecall._internal.sqlite import Database
+from agentrecall.stores.sqlite.query import averages, content_hash
+from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
 from agentrecall.stores.sqlite.writes import index_unindexed
 
 
@@ -21,3 +25,16 @@ def check_full_text_index(db: sqlite3.Connection) -> None:
     block = db.execute("SELECT block FROM memories_fts_data WHERE id = 1").fetchone()
     indexed, _ = averages(block[0] if block else None)
     assert indexed == db.execute("SELECT count(*) FROM memories").fetchone()[0]
+
+
+def old_database(path: Path, version: int, fill: Callable[[sqlite3.Connection], object]) -> None:
+    """Create ``path`` with the store's tables as schema ``version`` left them, filled by ``fill``.
+
+    As an earlier agentrecall would have written it, for tests of the upgrade to the latest.
+    """
+    functions = {"agentrecall_content_hash": content_hash}
+    old = Database(
+        str(path), component=COMPONENT, migrations=MIGRATIONS[:version], functions=functions
+    )
+    old.run(fill, write=True)
+    old.close()

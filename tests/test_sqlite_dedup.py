@@ -17,13 +17,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlite_checks import check_full_text_index
+from sqlite_checks import check_full_text_index, old_database
 
 from agentrecall import InvalidArgumentError
-from agentrecall._internal.sqlite import Database
 from agentrecall.stores.sqlite import SQLiteStore, query
 from agentrecall.stores.sqlite import store as store_module
-from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
 from agentrecall.types import MemoryRecord
 
 
@@ -225,10 +223,7 @@ async def test_upgrade_gives_integer_keys_and_digests_to_colliding_memories(
             "FROM memories"
         )
 
-    functions = {"agentrecall_content_hash": query.content_hash}
-    old = Database(str(path), component=COMPONENT, migrations=MIGRATIONS[:6], functions=functions)
-    old.run(schema_6, write=True)
-    old.close()
+    old_database(path, 6, schema_6)
 
     store = SQLiteStore(path)
     assert (await store.add("xyz")).id == "m2"

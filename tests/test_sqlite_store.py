@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from sqlite_checks import check_full_text_index
+from sqlite_checks import check_full_text_index, old_database
 
 from agentrecall import InvalidArgumentError, MemoryManager, StorageError
 from agentrecall._internal.sqlite import Database
@@ -515,10 +515,7 @@ async def test_scoped_memories_and_history_survive_the_move_to_scope_numbers(
             "VALUES ('c0', 'cy', 'helper', 'cy is gone', '2025-01-01T00:00:00.000Z', 'delete')"
         )
 
-    functions = {"agentrecall_content_hash": query.content_hash}
-    old = Database(str(path), component=COMPONENT, migrations=MIGRATIONS[:4], functions=functions)
-    old.run(old_schema, write=True)
-    old.close()
+    old_database(path, 4, old_schema)
 
     store = SQLiteStore(path)
     ana, bob = store.scope(user_id="ana"), store.scope(user_id="bob")
