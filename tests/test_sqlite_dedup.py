@@ -13,6 +13,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -20,9 +21,10 @@ from hypothesis import strategies as st
 from sqlite_checks import check_full_text_index, old_database
 
 from agentrecall import InvalidArgumentError
+from agentrecall._internal.sqlite import Database
 from agentrecall.stores.sqlite import SQLiteStore, query
 from agentrecall.stores.sqlite import store as store_module
-from agentrecall.types import MemoryRecord
+from agentrecall.types import JsonObject, MemoryRecord
 
 
 def colliding_key(content: str) -> int:
@@ -232,3 +234,29 @@ async def test_upgrade_gives_integer_keys_and_digests_to_colliding_memories(
     assert [key for _, _, key in stored(path)] == [0, query.content_hash("xyz"), 2, 0]
     await store.aclose()
     check_file(path)
+
+
+async def test_a_batch_retried_after_a_busy_database_returns_one_result_per_item(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SQLiteStore(tmp_path / "m.db")
+    await store.setup()
+    attempt = Database._attempt
+    failures = [sqlite3.OperationalError("database is locked")]
+
+    def busy_once(self: Database, db: sqlite3.Connection, operation: Any, **kw: Any) -> Any:
+        def then_busy(db: sqlite3.Connection) -> Any:
+            result = operation(db)  # the rows were built and inserted, then the lock is lost
+            if failures:
+                raise failures.pop()
+            return result
+
+        return attempt(self, db, then_busy, **kw)
+
+    monkeypatch.setattr(Database, "_attempt", busy_once)
+    items: list[tuple[str, JsonObject | None]] = [(f"fact {i}", None) for i in range(12_000)]
+    results = await store.add_many(items)
+    assert not failures
+    assert len(results) == 12_000 == await store.count()
+    assert [r.id for r in await store.list()] == [r.id for r in results]
+    await store.aclose()

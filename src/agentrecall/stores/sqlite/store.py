@@ -530,6 +530,7 @@ class SQLiteStore:
             ]
 
         def write(db: sqlite3.Connection) -> AddResults:
+            results.clear()  # a retry after a busy database builds the rows again
             purge_expired(db, now)
             scope = scope_number(db, self._scope)
             conflict = "ON CONFLICT (scope, content_hash) DO NOTHING"
