@@ -13,16 +13,25 @@ So a content is kept under one of its two keys, and a lookup checks both and com
 texts. A bulk insert relies on the unique index alone while its scope holds no blob key
 (:func:`has_collisions`): a duplicate then necessarily holds the same integer and is skipped
 by ``ON CONFLICT``. The rows it skipped are settled here one by one (:func:`settle`), and in a
-scope that holds a blob key every new row is (:func:`add_checked`).
+scope that holds a blob key every new row is (:func:`add_checked`). :func:`insert_new` does
+it all for a batch.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from agentrecall.stores.sqlite.query import content_hash
+from agentrecall.stores.sqlite.writes import (
+    Times,
+    chunk_bounds,
+    index_later,
+    insert_pipelined,
+    insert_rows,
+    insert_statement,
+)
 
 Row = Sequence[Any]
 """A new memory's row: ``(id, content, content key, metadata, ...)``."""
@@ -150,3 +159,38 @@ def settle(
             if seq is not None:
                 added.append(seq)
     return ids, added
+
+
+def insert_new(
+    db: sqlite3.Connection,
+    scope: int,
+    total: int,
+    build: Callable[[int, int], list[Row]],
+    conflict: str,
+    times: Times | None,
+    base: int,
+) -> tuple[int, list[str | None] | None]:
+    """Insert the rows ``build(start, stop)`` makes for ``total`` items, duplicates skipped.
+
+    ``conflict``, ``times`` and the rows are as ``writes.insert_statement`` takes them, and
+    ``base`` as :func:`settle` takes it. Returns how many rows are new, and, unless every row
+    went in as built, per row the id of the memory holding its content (``None`` for an import
+    skipped for its id). Every new row reaches the full-text index, now or through the waiting
+    list.
+    """
+    insert = insert_statement(scope, conflict, times)
+    if has_collisions(db, scope):
+        ids, late = add_each(db, scope, insert, build(0, total))
+        index_later(db, late)
+        return len(late), ids
+    bounds = chunk_bounds(total)
+    if len(bounds) == 1:
+        rows = build(*bounds[0])
+        added = insert_rows(db, scope, rows, conflict, times)
+    else:
+        added, rows = insert_pipelined(db, scope, bounds, build, conflict, times)
+    if added == len(rows):
+        return added, None
+    ids, late = settle(db, scope, insert, rows, base)
+    index_later(db, late)
+    return added + len(late), ids

@@ -20,14 +20,7 @@ from agentrecall._internal.worker import Worker
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.retrieval.filters import check_filter, to_sql
 from agentrecall.stores.base import Capability
-from agentrecall.stores.sqlite.dedup import (
-    KEY_CHUNK,
-    add_each,
-    find_equal,
-    free_key,
-    has_collisions,
-    settle,
-)
+from agentrecall.stores.sqlite.dedup import KEY_CHUNK, find_equal, free_key, insert_new
 from agentrecall.stores.sqlite.query import (
     STORED_TIME,
     Scope,
@@ -45,12 +38,7 @@ from agentrecall.stores.sqlite.writes import (
     CHUNK,
     DEFERRED_ROWS,
     Row,
-    chunk_bounds,
-    index_later,
     index_unindexed,
-    insert_pipelined,
-    insert_rows,
-    insert_statement,
     keep_versions,
     last_seq,
     purge_expired,
@@ -535,20 +523,10 @@ class SQLiteStore:
             scope = scope_number(db, self._scope)
             conflict = "ON CONFLICT (scope, content_hash) DO NOTHING"
             times = (now, None, expires_at)
-            insert = insert_statement(scope, conflict, times)
-            if has_collisions(db, scope):
-                ids, late = add_each(db, scope, insert, build(0, len(items)))
-            else:
-                bounds = chunk_bounds(len(items))
-                if len(bounds) == 1:
-                    rows = build(*bounds[0])
-                    added = insert_rows(db, scope, rows, conflict, times)
-                else:
-                    added, rows = insert_pipelined(db, scope, bounds, build, conflict, times)
-                if added == len(rows):  # no duplicate, in the batch or before it
-                    return results
-                ids, late = settle(db, scope, insert, rows, 0)
-            index_later(db, late)
+            # An add's ids are new, so base 0 will do (see dedup.settle).
+            ids = insert_new(db, scope, len(items), build, conflict, times, 0)[1]
+            if ids is None:  # no duplicate, in the batch or before it
+                return results
             return [AddResult(id=_fresh(memory_id)) for memory_id in ids]
 
         return self._write_and_index(write, len(items))
@@ -566,23 +544,7 @@ class SQLiteStore:
             scope = scope_number(db, self._scope)
             # No conflict target: a taken id and a duplicate content both skip the row.
             conflict = "ON CONFLICT DO NOTHING"
-            insert = insert_statement(scope, conflict, None)
-            if has_collisions(db, scope):
-                late = add_each(db, scope, insert, build(0, len(records)))[1]
-                index_later(db, late)
-                return len(late)
-            base = last_seq(db)
-            bounds = chunk_bounds(len(records))
-            if len(bounds) == 1:
-                rows = build(*bounds[0])
-                added = insert_rows(db, scope, rows, conflict)
-            else:
-                added, rows = insert_pipelined(db, scope, bounds, build, conflict)
-            if added == len(rows):
-                return added
-            late = settle(db, scope, insert, rows, base)[1]
-            index_later(db, late)
-            return added + len(late)
+            return insert_new(db, scope, len(records), build, conflict, None, last_seq(db))[0]
 
         return self._write_and_index(write, len(records))
 
