@@ -6,6 +6,9 @@ import threading
 import time
 import uuid
 
+import pytest
+
+from agentrecall._internal import ids
 from agentrecall._internal.ids import new_time_ordered_ids
 
 
@@ -46,3 +49,24 @@ def test_later_batches_and_other_threads_only_go_up() -> None:
 
 def test_zero_ids() -> None:
     assert new_time_ordered_ids(0) == []
+
+
+def test_a_batch_after_a_higher_id_of_the_same_millisecond_continues_above_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    millis = time.time_ns() // 1_000_000
+    high = uuid.UUID(int=(millis << 80) | (0x7 << 76) | (0x2 << 62) | ((1 << 62) - 10))
+    monkeypatch.setattr(ids, "_last", high.int)
+    monkeypatch.setattr(ids.time, "time_ns", lambda: millis * 1_000_000)
+    batch = new_time_ordered_ids(5)
+    assert [uuid.UUID(text).int for text in batch] == [high.int + step for step in range(1, 6)]
+    assert all(uuid.UUID(text).version == 7 for text in batch)
+
+
+def test_repeated_random_parts_still_give_strictly_increasing_ids(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(ids.os, "urandom", lambda size: bytes([0x5A]) * size)
+    batch = new_time_ordered_ids(4)
+    values = [uuid.UUID(text).int for text in batch]
+    assert values == sorted(set(values)) and len(values) == 4

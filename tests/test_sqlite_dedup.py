@@ -8,6 +8,7 @@ text alone: nothing is lost, nothing is stored twice.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import sqlite3
 import tempfile
 from collections.abc import Callable, Iterator
@@ -260,3 +261,10 @@ async def test_a_batch_retried_after_a_busy_database_returns_one_result_per_item
     assert len(results) == 12_000 == await store.count()
     assert [r.id for r in await store.list()] == [r.id for r in results]
     await store.aclose()
+
+
+@pytest.mark.parametrize("text", ["hello", "  padded\n", "Grüße, 東京", "x" * 5_000])
+def test_the_integer_key_is_the_signed_64_bit_blake2b_of_the_stripped_text(text: str) -> None:
+    # Keys are stored in files: any other function would make old files' keys wrong.
+    digest = hashlib.blake2b(text.strip().encode("utf-8"), digest_size=8).digest()
+    assert query.content_key(text) == int.from_bytes(digest, "big", signed=True)

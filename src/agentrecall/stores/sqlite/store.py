@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import json
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping
@@ -13,6 +12,7 @@ from typing import Any, ClassVar, TypeVar
 from agentrecall._internal.checks import check_item, check_items, check_limit, seconds
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall._internal.ids import new_time_ordered_ids
+from agentrecall._internal.jsonencode import compact_encoder
 from agentrecall._internal.jsonvalue import check_json_object
 from agentrecall._internal.paths import agentrecall_home, sanitize_name
 from agentrecall._internal.sqlite import Database
@@ -61,9 +61,8 @@ Rows = list[Any]
 Strings = list[str]
 ImportRow = tuple[str | int | None, ...]
 Records = list[MemoryRecord]
-# Metadata was checked to be a finite, acyclic JSON object; one encoder spares ``json.dumps``
-# building a new one per memory (a third of the Python time of a bulk import).
-_encode = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
+# Metadata was checked to be a finite, acyclic JSON object (see compact_encoder).
+_encode = compact_encoder()
 
 
 class SQLiteStore:
