@@ -37,7 +37,8 @@ def check_item(content: object, metadata: object, where: str) -> None:
 
     ``where`` follows the argument's name in messages, e.g. ``" (item 3)"``.
     """
-    if not isinstance(content, str) or not content.strip():
+    # ``isspace`` tells blank text as ``strip`` would, without copying the text.
+    if not isinstance(content, str) or not content or content.isspace():
         raise InvalidArgumentError(f"content{where} must be a non-blank string")
     if metadata is not None:
         check_json_object(metadata, f"metadata{where}")
