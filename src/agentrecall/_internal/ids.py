@@ -40,7 +40,8 @@ def new_time_ordered_ids(count: int) -> list[str]:
         first = high << 64 | lows[0]
         if first > _last and len(set(lows)) == count:
             # Every id of the batch shares its first 16 hex digits, formatted once; the other
-            # 16 are cut from one hex text of the whole batch (a third of formatting each).
+            # 16 are cut from one hex text of the whole batch: a third of the cost of
+            # formatting each id on its own.
             head = f"{high:016x}"
             prefix = f"{head[:8]}-{head[8:12]}-{head[12:]}-"
             digits = struct.pack(layout, *lows).hex()

@@ -1,8 +1,8 @@
 """Encoding checked JSON objects to text many times over, as cheaply as the standard library can.
 
 ``json.JSONEncoder.encode`` builds a fresh C encoder for every value it encodes; for the small
-metadata objects of memories that construction is most of the cost (3.5 µs of a 4.5 µs
-encoding, measured on bulk-import metadata). :func:`compact_encoder` builds the C encoder once.
+metadata objects of memories that construction is most of the cost. :func:`compact_encoder`
+builds the C encoder once: 1.1 µs a memory instead of 2.7 µs, measured on bulk-import metadata.
 """
 
 from __future__ import annotations
