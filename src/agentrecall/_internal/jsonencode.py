@@ -22,29 +22,42 @@ def compact_encoder() -> Callable[[JsonObject], str]:
     Only for values already checked to be acyclic JSON objects: without the circularity check,
     a cycle would recurse until Python's recursion limit. A value the encoder cannot take
     raises ``TypeError`` as ``json`` does. Safe to call from any thread. Where the C
-    accelerator of ``json`` is missing, the plain encoder is returned.
+    accelerator of ``json`` is missing, or takes other arguments than expected, or writes any
+    other text for a sample object, the plain encoder is returned.
     """
     plain = json.JSONEncoder(ensure_ascii=False, check_circular=False)
-    make: Any = getattr(json.encoder, "c_make_encoder", None)
+    make = _C_MAKE_ENCODER
     if make is None:
         return plain.encode
-    # The arguments ``JSONEncoder.iterencode`` passes for these settings in one-shot mode:
-    # no markers (no circularity check), ``default`` refusing every other type, the encoder of
-    # non-ASCII strings, no indent, the default separators, unsorted keys, nothing skipped,
-    # NaN and infinities written as ``json`` writes them.
-    one_shot: Any = make(
-        None,
-        plain.default,
-        json.encoder.encode_basestring,
-        None,
-        plain.key_separator,
-        plain.item_separator,
-        False,
-        False,
-        True,
-    )
+    try:
+        # The arguments ``JSONEncoder.iterencode`` passes for these settings in one-shot mode:
+        # no markers (no circularity check), ``default`` refusing every other type, the
+        # encoder of non-ASCII strings, no indent, the default separators, unsorted keys,
+        # nothing skipped, NaN and infinities written as ``json`` writes them.
+        one_shot: Any = make(
+            None,
+            plain.default,
+            json.encoder.encode_basestring,
+            None,
+            plain.key_separator,
+            plain.item_separator,
+            False,
+            False,
+            True,
+        )
+        # The C encoder is not a documented interface: should a Python version change it,
+        # the plain encoder takes over rather than any text changing.
+        if "".join(one_shot(_PROBE, 0)) != plain.encode(_PROBE):
+            return plain.encode
+    except (TypeError, ValueError):
+        return plain.encode
 
     def encode(value: JsonObject) -> str:
         return "".join(one_shot(value, 0))
 
     return encode
+
+
+_C_MAKE_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)
+
+_PROBE: JsonObject = {"text": 'Zürich \u2028 "q"', "n": [1, -2.5, 1e300, None, True], "o": {}}
