@@ -146,18 +146,22 @@ def settle(
         ):
             holders[key] = (seq, memory_id, content)
     ids: list[str | None] = []
-    added: list[int] = []
-    for row in rows:
+    unsettled: list[int] = []  # positions of the rows to insert one by one, in order
+    for at, row in enumerate(rows):
         holder = holders.get(row[2])
-        if holder is not None and holder[1] == row[0] and holder[0] > base:
-            ids.append(holder[1])
-        elif holder is not None and holder[2].strip() == row[1].strip():
+        # Either the insert stored this very row, or an equal content holds its key.
+        if holder is not None and (
+            (holder[1] == row[0] and holder[0] > base) or holder[2].strip() == row[1].strip()
+        ):
             ids.append(holder[1])
         else:
-            memory_id, seq = add_checked(db, scope, insert, row)
-            ids.append(memory_id)
-            if seq is not None:
-                added.append(seq)
+            ids.append(None)
+            unsettled.append(at)
+    # Settled rows change nothing in the database, so inserting the others after them all
+    # leaves each insert seeing what it would have seen in row order.
+    late, added = add_each(db, scope, insert, [rows[at] for at in unsettled])
+    for at, memory_id in zip(unsettled, late, strict=True):
+        ids[at] = memory_id
     return ids, added
 
 
