@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentrecall.errors import InvalidArgumentError
-from agentrecall.injection import (
+from agentrecall.memory.injection import (
     InjectionConfig,
     default_query,
     escape_attribute,
@@ -377,7 +377,7 @@ async def test_raising_predicate_skips_with_a_warning(caplog: pytest.LogCaptureF
         raise RuntimeError("boom")
 
     search = Searcher(hits("A"))
-    with caplog.at_level(logging.WARNING, logger="agentrecall.injection"):
+    with caplog.at_level(logging.WARNING, logger="agentrecall.memory.injection"):
         assert await inject_memories([ASK], InjectionConfig(trigger=broken), search) == [ASK]
     assert search.calls == []
     assert "memory injection skipped" in caplog.text and "trigger" in caplog.text
@@ -412,7 +412,7 @@ async def test_raising_or_non_string_query_skips(caplog: pytest.LogCaptureFixtur
         raise RuntimeError("boom")
 
     search = Searcher(hits("A"))
-    with caplog.at_level(logging.WARNING, logger="agentrecall.injection"):
+    with caplog.at_level(logging.WARNING, logger="agentrecall.memory.injection"):
         assert await inject_memories([ASK], InjectionConfig(query=broken), search) == [ASK]
         config = InjectionConfig(query=lambda m: 42)  # type: ignore[arg-type,return-value]
         assert await inject_memories([ASK], config, search) == [ASK]
@@ -480,7 +480,7 @@ async def test_raising_format_skips_with_a_warning(caplog: pytest.LogCaptureFixt
         raise RuntimeError("boom")
 
     search = Searcher(hits("A"))
-    with caplog.at_level(logging.WARNING, logger="agentrecall.injection"):
+    with caplog.at_level(logging.WARNING, logger="agentrecall.memory.injection"):
         assert await inject_memories([ASK], InjectionConfig(format=broken), search) == [ASK]
     assert "memory injection skipped" in caplog.text and "format" in caplog.text
 
@@ -489,14 +489,14 @@ async def test_a_failing_search_fails_open(caplog: pytest.LogCaptureFixture) -> 
     async def broken(query: str, limit: int) -> list[MemoryEntry]:
         raise OSError("disk gone")
 
-    with caplog.at_level(logging.WARNING, logger="agentrecall.injection"):
+    with caplog.at_level(logging.WARNING, logger="agentrecall.memory.injection"):
         assert await inject_memories([ASK], InjectionConfig(), broken) == [ASK]
     assert "search" in caplog.text
 
 
 async def test_malformed_messages_fail_open(caplog: pytest.LogCaptureFixture) -> None:
     messages: list[Any] = [ASK, "not a message"]
-    with caplog.at_level(logging.WARNING, logger="agentrecall.injection"):
+    with caplog.at_level(logging.WARNING, logger="agentrecall.memory.injection"):
         result = await inject_memories(messages, InjectionConfig(trigger="everyTurn"), Searcher())
     assert result == messages and result is not messages
     assert "memory injection skipped" in caplog.text

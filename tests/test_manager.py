@@ -33,8 +33,8 @@ from agentrecall.extraction import (
     InvocationTrigger,
     ModelExtractor,
 )
-from agentrecall.injection import InjectionConfig
-from agentrecall.manager import MemoryManager
+from agentrecall.memory.injection import InjectionConfig
+from agentrecall.memory.manager import MemoryManager
 from agentrecall.stores.base import MemoryStore
 from agentrecall.testing import ScriptedChatModel
 
@@ -256,7 +256,7 @@ async def test_search_named_stores_in_the_given_order() -> None:
 async def test_search_skips_a_failing_store(caplog: pytest.LogCaptureFixture) -> None:
     broken = RecordingStore("broken", search_error=OSError("disk gone"))
     manager = MemoryManager([broken, RecordingStore("ok", ["fine"])])
-    with caplog.at_level(logging.WARNING, logger="agentrecall.manager"):
+    with caplog.at_level(logging.WARNING, logger="agentrecall.memory.manager"):
         assert [h.content for h in await manager.search("q")] == ["fine"]
     assert "broken" in caplog.text and "disk gone" in caplog.text
     assert await MemoryManager([broken]).search("q") == []
@@ -463,7 +463,7 @@ async def test_inject_fails_open_when_a_store_cannot_start(
             raise OSError("cannot connect")
 
     messages = [{"role": "user", "content": "q"}]
-    with caplog.at_level(logging.WARNING, logger="agentrecall.injection"):
+    with caplog.at_level(logging.WARNING, logger="agentrecall.memory.injection"):
         assert await MemoryManager([Unready("u", ["A"])]).inject(messages) == messages
     assert "memory injection skipped" in caplog.text
 

@@ -23,8 +23,8 @@ from memory_doubles import (
 
 from agentrecall import JsonFileStore
 from agentrecall.errors import AggregateMemoryError, InvalidArgumentError
-from agentrecall.manager import MemoryManager
-from agentrecall.tools import AddToolConfig, MemoryTool, ToolConfig, ToolResult
+from agentrecall.memory.manager import MemoryManager
+from agentrecall.memory.tools import AddToolConfig, MemoryTool, ToolConfig, ToolResult
 
 MANAGER = load_fixture("strands_manager.json")
 SPECS = MANAGER["tool_specs"]
@@ -159,7 +159,7 @@ async def test_a_failing_store_is_skipped(tmp_path: Path, caplog: pytest.LogCapt
     stores = reference_stores(tmp_path)
     (tmp_path / "team.json").write_text("{not json", encoding="utf-8")
     search = tools_of(MemoryManager(stores))["search_memory"]
-    with caplog.at_level(logging.WARNING, logger="agentrecall.manager"):
+    with caplog.at_level(logging.WARNING, logger="agentrecall.memory.manager"):
         text = await search(query="dark")
     assert text == seen_text("search_memory with one failing store (failure skipped)")
     assert TEAM in caplog.text
@@ -182,7 +182,7 @@ async def test_all_requested_stores_out_of_scope_is_an_error(tools: dict[str, Me
 async def test_unknown_names_are_dropped_with_a_warning(
     tools: dict[str, MemoryTool], caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="agentrecall.tools"):
+    with caplog.at_level(logging.WARNING, logger="agentrecall.memory.tools"):
         text = await tools["search_memory"](query="dark", stores=["nope", "personal", "personal"])
     assert [item["content"] for item in json.loads(text)] == [DARK_MODE, CHOCOLATE]
     assert "nope" in caplog.text
@@ -277,7 +277,7 @@ async def test_add_without_waiting_accepts_even_failing_writes(
 ) -> None:
     failing = RecordingStore("f", add_error=OSError("write error"))
     manager = MemoryManager([failing], add_tool=AddToolConfig(wait_for_writes=False))
-    with caplog.at_level(logging.WARNING, logger="agentrecall.manager"):
+    with caplog.at_level(logging.WARNING, logger="agentrecall.memory.manager"):
         assert await tools_of(manager)["add_memory"](entries=["a", "b"]) == '{"accepted": 2}'
         await manager.flush()
     assert [content for content, _ in failing.adds] == ["a", "b"]

@@ -8,7 +8,7 @@ memories folded into its input, facts extracted from the conversation.
 ``import agentrecall`` needs the standard library only.
 """
 
-from agentrecall.buffer import BufferEntry, BufferMemory, BufferMetadata
+from agentrecall.conversation.buffer import BufferEntry, BufferMemory, BufferMetadata
 from agentrecall.conversation.tokens import estimate_tokens, tiktoken_counter
 from agentrecall.errors import (
     AgentRecallError,
@@ -26,13 +26,13 @@ from agentrecall.extraction import (
     MessageFilter,
     ModelExtractor,
 )
-from agentrecall.injection import InjectionConfig
-from agentrecall.manager import MemoryManager
+from agentrecall.memory.injection import InjectionConfig
+from agentrecall.memory.manager import MemoryManager
+from agentrecall.memory.tools import AddToolConfig, MemoryTool, ToolConfig
 from agentrecall.models import ChatModel, OpenAICompatibleModel
 from agentrecall.storage import InMemoryStorage, LocalFileStorage, Storage
 from agentrecall.stores import Capability, JsonFileStore, MemoryStore, SQLiteStore
 from agentrecall.sync import SyncStore
-from agentrecall.tools import AddToolConfig, MemoryTool, ToolConfig
 from agentrecall.types import AddResult, MemoryEntry, MemoryRecord, MemoryVersion, SearchOptions
 
 TestMemoryStore = JsonFileStore

@@ -28,17 +28,13 @@ from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from agentrecall._internal.options import coerce_config
-from agentrecall._storeset import StoreSet
-from agentrecall._writes import add_to_store, forget_in_store, leaves, settle
 from agentrecall.errors import AggregateMemoryError, InvalidArgumentError
 from agentrecall.extraction.config import ResolvedExtraction, implements
 from agentrecall.extraction.coordinator import ExtractionCoordinator
 from agentrecall.extraction.model_extractor import ModelExtractor
-from agentrecall.injection import InjectionConfig, inject_memories, resolve_injection
-from agentrecall.messages import Message
-from agentrecall.models.base import ChatModel
-from agentrecall.stores.base import MemoryStore
-from agentrecall.tools import (
+from agentrecall.memory.injection import InjectionConfig, inject_memories, resolve_injection
+from agentrecall.memory.storeset import StoreSet
+from agentrecall.memory.tools import (
     AddToolConfig,
     MemoryTool,
     ToolConfig,
@@ -46,6 +42,10 @@ from agentrecall.tools import (
     forget_memory_tool,
     search_memory_tool,
 )
+from agentrecall.memory.writes import add_to_store, forget_in_store, leaves, settle
+from agentrecall.messages import Message
+from agentrecall.models.base import ChatModel
+from agentrecall.stores.base import MemoryStore
 from agentrecall.types import JsonObject, MemoryEntry
 
 __all__ = ["DEFAULT_MAX_SEARCH_RESULTS", "MemoryManager"]
@@ -96,15 +96,16 @@ class MemoryManager:
         Args:
             stores: the memory stores, each with a unique ``name``.
             search_tool: offer ``search_memory`` (``True``), not (``False``), or a
-                :class:`~agentrecall.tools.ToolConfig` (or a mapping of its fields).
+                :class:`~agentrecall.memory.tools.ToolConfig` (or a mapping of its fields).
             add_tool: offer ``add_memory``: ``True``, ``False`` or an
-                :class:`~agentrecall.tools.AddToolConfig` (or a mapping of its fields).
+                :class:`~agentrecall.memory.tools.AddToolConfig` (or a mapping of its fields).
             forget_tool: offer ``forget_memory``, which deletes by id from writable stores that
                 declare :attr:`~agentrecall.stores.base.Capability.DELETE`; search results
                 then carry each memory's ``id``.
             injection: fold memories into the model's input in :meth:`inject`: ``True`` (the
-                defaults), ``False``, or an :class:`~agentrecall.injection.InjectionConfig` (or
-                a mapping of its fields).
+                defaults), ``False``, or an
+                :class:`~agentrecall.memory.injection.InjectionConfig` (or a mapping of its
+                fields).
             model: the model a store's default :class:`~agentrecall.extraction.ModelExtractor`
                 uses when it has none of its own.
 
@@ -325,7 +326,7 @@ class MemoryManager:
     async def inject(self, messages: Sequence[Message]) -> list[Message]:
         """Return the messages for the next model call, with recalled memories folded in.
 
-        See :func:`agentrecall.injection.inject_memories` for when and how. Fails open: any
+        See :func:`agentrecall.memory.injection.inject_memories` for when and how. Fails open: any
         error (a store, a callback, a malformed message) is logged as a warning and the result
         is a plain copy. The input is never mutated; the result is always a new list.
         """
