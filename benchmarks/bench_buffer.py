@@ -9,7 +9,7 @@ What is measured, in memory and in an SQLite file (WAL, ``synchronous=FULL``: du
 
 How:
 
-* Messages are the dialogue turns of the LoCoMo dev file (``../shared/data/locomo-dev.json``
+* Messages are the dialogue turns of the LoCoMo dev file (``data/locomo/locomo-dev.json``
   from the repository root; Maharana et al., ACL 2024, arXiv 2402.17753, CC BY-NC 4.0), in
   order, turned into alternating user and assistant messages; session ``i`` starts at its own
   offset in the turns. About one exchange in eight is a tool call (an assistant call, its
@@ -59,7 +59,7 @@ from timing import percentile
 
 from agentrecall import BufferMemory, estimate_tokens
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev.json"
+DATA = Path(__file__).resolve().parents[1] / "data" / "locomo" / "locomo-dev.json"
 RESULTS = Path(__file__).resolve().parent / "results" / "buffer.md"
 SESSIONS, MESSAGES = 10_000, 50
 TIMED, WARMUP, ROUNDS = 500, 20, 5

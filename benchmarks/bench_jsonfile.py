@@ -8,7 +8,7 @@ What is measured, at 1,000 and 5,000 stored entries, for each store:
 
 How:
 
-* Memories are the dialogue turns of the LoCoMo dev file (``../shared/data/locomo-dev.json``;
+* Memories are the dialogue turns of the LoCoMo dev file (``data/locomo/locomo-dev.json``;
   Maharana et al., ACL 2024, arXiv 2402.17753, CC BY-NC 4.0), written ``"<speaker>: <text>"``.
   To get past its 1,451 turns, later passes over the turns wrap each one in another phrasing
   (date, listener, session); duplicates are skipped, so every entry is distinct. Each carries
@@ -49,7 +49,7 @@ from timing import ms, percentile, time_adds
 
 from agentrecall import JsonFileStore
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev.json"
+DATA = Path(__file__).resolve().parents[1] / "data" / "locomo" / "locomo-dev.json"
 RESULTS = Path(__file__).resolve().parent / "results" / "jsonfile.md"
 SIZES = (1_000, 5_000)
 ADDS, ADD_WARMUP = 100, 3

@@ -1,6 +1,6 @@
 """The benchmark corpus of realistic English memories, its queries, and the LoCoMo recall task.
 
-Everything here comes from the LoCoMo dev file ``../shared/data/locomo-dev.json``: LoCoMo,
+Everything here comes from the LoCoMo dev file ``data/locomo/locomo-dev.json``: LoCoMo,
 "Evaluating Very Long-Term Conversational Memory of LLM Agents" (Maharana, Lee, Tulyakov, Bansal,
 Barbieri, Fang; ACL 2024, arXiv 2402.17753), licensed CC BY-NC 4.0; keep this attribution
 wherever the data or figures computed on it appear, and make no commercial use of the data.
@@ -79,7 +79,7 @@ from typing import Any
 from agentrecall.evaluation.locomo import Conversation, Turn, load
 from agentrecall.retrieval.tokenize import STOP_WORDS
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev.json"
+DATA = Path(__file__).resolve().parents[1] / "data" / "locomo" / "locomo-dev.json"
 SIZES = (10_000, 100_000, 1_000_000)
 TAIL_SHARE = 0.2
 """Share of filler words drawn from the generated long tail."""

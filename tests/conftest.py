@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-STRANDS_FIXTURES = SHARED / "fixtures" / "strands"
+ROOT = Path(__file__).resolve().parents[1]
+STRANDS_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "strands"
+LOCOMO_DEV = ROOT / "data" / "locomo" / "locomo-dev.json"
 
 
 def load_fixture(name: str) -> Any:

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import LOCOMO_DEV
 
 from agentrecall.cli.main import main
 from agentrecall.evaluation.locomo import load, parse_date, repair_evidence, score, summarize
 
-DEV_FILE = Path("/work/shared/data/locomo-dev.json")
+DEV_FILE = LOCOMO_DEV
 
 
 def _conversation(sample_id: str) -> dict[str, Any]:
@@ -118,7 +120,12 @@ def test_eval_reports_a_file_that_is_not_locomo(
     assert main(["eval", "locomo", str(tmp_path / "missing.json")]) == 1
 
 
-@pytest.mark.skipif(not DEV_FILE.exists(), reason="the LoCoMo dev file is not on this machine")
+def test_the_bundled_dev_file_matches_its_checksum() -> None:
+    listed = (DEV_FILE.parent / "SHA256SUMS").read_text(encoding="utf-8").split()
+    assert listed[1] == DEV_FILE.name
+    assert hashlib.sha256(DEV_FILE.read_bytes()).hexdigest() == listed[0]
+
+
 def test_sqlite_store_recall_on_the_locomo_dev_file(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["eval", "locomo", str(DEV_FILE), "--store", "sqlite", "--json"]) == 0
     overall = json.loads(capsys.readouterr().out)[0]
