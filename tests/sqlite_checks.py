@@ -9,7 +9,7 @@ from pathlib import Path
 from agentrecall._internal.sqlite import Database
 from agentrecall.stores.sqlite.query import averages, content_hash
 from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
-from agentrecall.stores.sqlite.writes import index_unindexed
+from agentrecall.stores.sqlite.tables import index_unindexed
 
 
 def check_full_text_index(db: sqlite3.Connection) -> None:

@@ -187,7 +187,7 @@ def _child(script: str, *args: str) -> Any:
 SQLITE_CHILD = """
 import asyncio, json, sqlite3, sys
 from agentrecall import SQLiteStore
-from agentrecall.stores.sqlite.writes import index_unindexed
+from agentrecall.stores.sqlite.tables import index_unindexed
 
 async def main(path, words):
     store = SQLiteStore(path)

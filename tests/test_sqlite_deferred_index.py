@@ -21,7 +21,7 @@ from sqlite_checks import check_full_text_index
 from agentrecall import SQLiteStore
 from agentrecall._internal import sqlite as sqlite_module
 from agentrecall._internal.debounce import Debouncer
-from agentrecall.stores.sqlite.writes import DEFERRED_ROWS, index_unindexed
+from agentrecall.stores.sqlite.tables import DEFERRED_ROWS, index_unindexed
 
 
 def _waiting(path: Path | str) -> int:

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from agentrecall import SQLiteStore
 from agentrecall._internal import sqlite as sqlite_module
 from agentrecall.retrieval.tokenize import STOP_WORDS
-from agentrecall.stores.sqlite.writes import index_unindexed
+from agentrecall.stores.sqlite.tables import index_unindexed
 
 WORDS = [
     "lake", "trip", "Lisbon", "café", "cafe", "naïve", "violin", "peanuts", "aisle", "seat",

@@ -35,7 +35,7 @@ from agentrecall.stores.sqlite.query import (
     query_terms,
 )
 from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
-from agentrecall.stores.sqlite.writes import CHUNK, FIRST_CHUNK, chunk_bounds, insert_statement
+from agentrecall.stores.sqlite.tables import CHUNK, FIRST_CHUNK, chunk_bounds, insert_statement
 from agentrecall.types import MemoryRecord
 
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agentrecall.stores.sqlite.query import content_hash
-from agentrecall.stores.sqlite.writes import (
+from agentrecall.stores.sqlite.tables import (
     Times,
     chunk_bounds,
     index_later,

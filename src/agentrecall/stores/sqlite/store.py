@@ -9,41 +9,18 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any, ClassVar, TypeVar
 
-from agentrecall._internal.checks import check_item, check_items, check_limit, seconds
-from agentrecall._internal.clock import utc_timestamp
-from agentrecall._internal.ids import new_time_ordered_ids
-from agentrecall._internal.jsonencode import compact_encoder
+from agentrecall._internal.checks import check_items, check_limit, seconds
 from agentrecall._internal.jsonvalue import check_json_object
 from agentrecall._internal.paths import agentrecall_home, sanitize_name
 from agentrecall._internal.sqlite import Database
 from agentrecall._internal.worker import Worker
 from agentrecall.errors import InvalidArgumentError
-from agentrecall.retrieval.filters import check_filter, to_sql
 from agentrecall.stores.base import Capability
-from agentrecall.stores.sqlite.dedup import KEY_CHUNK, find_equal, free_key, insert_new
-from agentrecall.stores.sqlite.query import (
-    STORED_TIME,
-    Scope,
-    content_hash,
-    content_key,
-    query_terms,
-    timestamp,
-)
-from agentrecall.stores.sqlite.rows import RECORD_COLUMNS as _RECORD_COLUMNS
-from agentrecall.stores.sqlite.rows import metadata as _metadata
-from agentrecall.stores.sqlite.rows import record as _record
+from agentrecall.stores.sqlite import reads, writes
+from agentrecall.stores.sqlite.query import Scope, content_hash, content_key, query_terms, timestamp
 from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
 from agentrecall.stores.sqlite.search import ranked_search
-from agentrecall.stores.sqlite.writes import (
-    CHUNK,
-    DEFERRED_ROWS,
-    Row,
-    index_unindexed,
-    keep_versions,
-    last_seq,
-    purge_expired,
-    scope_number,
-)
+from agentrecall.stores.sqlite.tables import CHUNK, index_unindexed
 from agentrecall.types import AddResult, JsonObject, MemoryEntry, MemoryRecord, MemoryVersion
 
 T = TypeVar("T")
@@ -52,17 +29,9 @@ DEFAULT_MAX_SEARCH_RESULTS = 10
 
 # Aliases for annotations inside SQLiteStore, whose own ``list`` method hides the builtin there.
 RecordList = list[MemoryRecord]
-Items = list[tuple[str, JsonObject | None]]
 AddResults = list[AddResult]
 Entries = list[MemoryEntry]
 Versions = list[MemoryVersion]
-Params = list[object]
-Rows = list[Any]
-Strings = list[str]
-ImportRow = tuple[str | int | None, ...]
-Records = list[MemoryRecord]
-# Metadata was checked to be a finite, acyclic JSON object (see compact_encoder).
-_encode = compact_encoder()
 
 
 class SQLiteStore:
@@ -231,7 +200,7 @@ class SQLiteStore:
         expiry = self._expiry(ttl, expires_at)
         self._check_writable()
         checked = check_items([(content, metadata)])
-        return (await self._offload(self._add_blocking, checked, expiry, True))[0]
+        return (await self._write(writes.add, checked, expiry, True))[0]
 
     async def add_many(
         self,
@@ -256,7 +225,7 @@ class SQLiteStore:
         checked = len(batch) <= CHUNK
         if checked:
             check_items(batch)
-        return await self._offload(self._add_blocking, batch, expiry, checked)
+        return await self._write(writes.add, batch, expiry, checked)
 
     async def import_records(self, records: Iterable[MemoryRecord]) -> int:
         """Store copies of memories, keeping their ids and timestamps; return how many were new.
@@ -276,7 +245,7 @@ class SQLiteStore:
         batch = list(records)
         # As in add_many, records are checked and turned into rows in the worker, a chunk at a
         # time while SQLite indexes the chunk before; a bad record still stores nothing.
-        return await self._offload(self._import_blocking, batch) if batch else 0
+        return await self._write(writes.import_records, batch) if batch else 0
 
     async def search(
         self,
@@ -301,7 +270,7 @@ class SQLiteStore:
         if not isinstance(query, str):
             raise InvalidArgumentError(f"query must be a string, got {type(query).__name__}")
         limit = requested or self.max_search_results or DEFAULT_MAX_SEARCH_RESULTS
-        where, params = self._conditions(filter, created_after, created_before)
+        where, params = reads.conditions(self._scope, filter, created_after, created_before)
         terms = query_terms(query)
         if not terms:
             return []
@@ -320,12 +289,8 @@ class SQLiteStore:
 
     async def get(self, memory_id: str) -> MemoryRecord | None:
         """Return the memory with ``memory_id`` in this scope, or ``None``."""
-        where, params = self._conditions(None, None, None)
-        rows = await self._read(
-            f"SELECT {_RECORD_COLUMNS} FROM memories AS m WHERE m.id = ? AND {where}",
-            [memory_id, *params],
-        )
-        return _record(rows[0]) if rows else None
+        where, params = reads.conditions(self._scope, None, None, None)
+        return await self._read(lambda db: reads.get(db, memory_id, where, params))
 
     async def update(
         self,
@@ -348,7 +313,7 @@ class SQLiteStore:
             raise InvalidArgumentError("content must be a non-blank string")
         if metadata is not None:
             check_json_object(metadata, "metadata")
-        return await self._offload(self._update_blocking, memory_id, content, metadata, reason)
+        return await self._write(writes.update, memory_id, content, metadata, reason)
 
     async def delete(self, memory_id: str, *, reason: str | None = None) -> bool:
         """Forget one memory (its history keeps it); return whether it existed."""
@@ -360,12 +325,12 @@ class SQLiteStore:
         ids = list(dict.fromkeys(memory_ids))
         if not ids:
             return 0
-        return await self._offload(self._remove_blocking, ids, "delete", reason)
+        return await self._write(writes.remove, ids, reason)
 
     async def clear(self) -> int:
         """Forget every memory of this scope; return how many."""
         self._check_writable()
-        return await self._offload(self._remove_blocking, None, "delete", "clear")
+        return await self._write(writes.remove, None, "clear")
 
     async def list(
         self,
@@ -380,13 +345,8 @@ class SQLiteStore:
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise InvalidArgumentError(f"offset must be an integer of at least 0, got {offset!r}")
         check_limit(limit, "limit")
-        where, params = self._conditions(filter, created_after, created_before)
-        rows = await self._read(
-            f"SELECT {_RECORD_COLUMNS} FROM memories AS m WHERE {where} "
-            "ORDER BY m.seq LIMIT ? OFFSET ?",
-            [*params, -1 if limit is None else limit, offset],
-        )
-        return [_record(row) for row in rows]
+        where, params = reads.conditions(self._scope, filter, created_after, created_before)
+        return await self._read(lambda db: reads.page(db, where, params, offset, limit))
 
     async def count(
         self,
@@ -396,19 +356,13 @@ class SQLiteStore:
         created_before: datetime | str | None = None,
     ) -> int:
         """Return how many memories this scope holds (that match, with a filter)."""
-        where, params = self._conditions(filter, created_after, created_before)
-        rows = await self._read(f"SELECT count(*) FROM memories AS m WHERE {where}", params)
-        return int(rows[0][0])
+        where, params = reads.conditions(self._scope, filter, created_after, created_before)
+        return await self._read(lambda db: reads.count(db, where, params))
 
     async def history(self, memory_id: str) -> Versions:
         """Return the versions that updates, deletion or expiry replaced, oldest first."""
-        where, params = self._scope.where("h")
-        rows = await self._read(
-            "SELECT h.content, h.metadata, h.changed_at, h.change, h.reason "
-            f"FROM memory_history AS h WHERE h.id = ? AND {where} ORDER BY h.seq",
-            [memory_id, *params],
-        )
-        return [MemoryVersion(r[0], _metadata(r[1]), r[2], r[3], r[4]) for r in rows]
+        scope = self._scope
+        return await self._read(lambda db: reads.history(db, scope, memory_id))
 
     # --- checks and plumbing ------------------------------------------------------------------
 
@@ -417,36 +371,6 @@ class SQLiteStore:
             raise InvalidArgumentError(
                 f"store '{self.name}' is read-only; create it with writable=True to change it"
             )
-
-    def _import_row(self, index: int, record: MemoryRecord) -> ImportRow:
-        where = f"record {index}"
-        if not isinstance(record, MemoryRecord):
-            raise InvalidArgumentError(f"{where} must be a MemoryRecord, got {record!r}")
-        if not isinstance(record.id, str) or not record.id.strip():
-            raise InvalidArgumentError(f"{where}: id must be a non-blank string")
-        if not isinstance(record.content, str) or not record.content.strip():
-            raise InvalidArgumentError(f"{where} ({record.id}): content must be a non-blank string")
-        if record.metadata is not None:
-            check_json_object(record.metadata, f"{where} ({record.id}): metadata")
-        for field in ("created_at", "updated_at", "expires_at"):
-            value = getattr(record, field)
-            if (value is not None or field == "created_at") and not (
-                isinstance(value, str) and STORED_TIME.fullmatch(value)
-            ):
-                raise InvalidArgumentError(
-                    f"{where} ({record.id}): {field} must look like 2025-01-31T09:30:00.000Z, "
-                    f"got {value!r}"
-                )
-        metadata = record.metadata
-        return (
-            record.id,
-            record.content,
-            content_key(record.content),
-            None if metadata is None else _encode(metadata),
-            record.created_at,
-            record.updated_at,
-            record.expires_at,
-        )
 
     def _expiry(
         self, ttl: float | timedelta | None, expires_at: datetime | str | None
@@ -460,176 +384,12 @@ class SQLiteStore:
             return None
         return timestamp(datetime.now(timezone.utc) + timedelta(seconds=lifetime), "ttl")
 
-    def _conditions(
-        self,
-        filter: Mapping[str, Any] | None,
-        created_after: datetime | str | None,
-        created_before: datetime | str | None,
-    ) -> tuple[str, Params]:
-        """Return the WHERE conditions every read applies: scope, expiry, filter, time bounds."""
-        where, params = self._scope.where("m")
-        parts = [where, "(m.expires_at IS NULL OR m.expires_at > ?)"]
-        values: Params = [*params, utc_timestamp()]
-        if filter is not None:
-            check_filter(filter)
-            sql, filter_params = to_sql(filter, "m.metadata")
-            parts.append(f"({sql})")
-            values.extend(filter_params)
-        after = timestamp(created_after, "created_after")
-        if after is not None:
-            parts.append("m.created_at >= ?")
-            values.append(after)
-        before = timestamp(created_before, "created_before")
-        if before is not None:
-            parts.append("m.created_at < ?")
-            values.append(before)
-        return " AND ".join(parts), values
-
     async def _offload(self, function: Callable[..., T], *args: Any) -> T:
         return await self._worker.run(function, *args)
 
-    async def _read(self, sql: str, params: Params) -> Rows:
-        return await self._offload(self._db.run, lambda db: db.execute(sql, params).fetchall())
+    async def _read(self, query: Callable[[sqlite3.Connection], T]) -> T:
+        return await self._offload(self._db.run, query)
 
-    # --- blocking work, in worker threads -----------------------------------------------------
-
-    def _add_blocking(self, items: Items, expires_at: str | None, checked: bool) -> AddResults:
-        now = utc_timestamp()
-        # The results if every row goes in, made with the rows: for a large batch in the helper
-        # thread, while SQLite works, rather than after it (a microsecond a memory).
-        results: AddResults = []
-
-        def build(start: int, stop: int) -> list[Row]:
-            part = items[start:stop]
-            if not checked:
-                for index, (content, metadata) in enumerate(part, start):
-                    check_item(content, metadata, f" (item {index})")
-            ids = new_time_ordered_ids(len(part))
-            results.extend([AddResult(id=memory_id) for memory_id in ids])
-            return [
-                (
-                    memory_id,
-                    content,
-                    content_key(content),
-                    None if metadata is None else _encode(metadata),
-                )
-                for memory_id, (content, metadata) in zip(ids, part, strict=True)
-            ]
-
-        def write(db: sqlite3.Connection) -> AddResults:
-            results.clear()  # a retry after a busy database builds the rows again
-            purge_expired(db, now)
-            scope = scope_number(db, self._scope)
-            conflict = "ON CONFLICT (scope, content_hash) DO NOTHING"
-            times = (now, None, expires_at)
-            # An add's ids are new, so base 0 will do (see dedup.settle).
-            ids = insert_new(db, scope, len(items), build, conflict, times, 0)[1]
-            if ids is None:  # no duplicate, in the batch or before it
-                return results
-            return [AddResult(id=_fresh(memory_id)) for memory_id in ids]
-
-        return self._write_and_index(write, len(items))
-
-    def _import_blocking(self, records: Records) -> int:
-        now = utc_timestamp()
-
-        def build(start: int, stop: int) -> list[Row]:
-            part = records[start:stop]
-            rows = (self._import_row(index, record) for index, record in enumerate(part, start))
-            return [row for row in rows if not isinstance(row[6], str) or row[6] > now]
-
-        def write(db: sqlite3.Connection) -> int:
-            purge_expired(db, now)
-            scope = scope_number(db, self._scope)
-            # No conflict target: a taken id and a duplicate content both skip the row.
-            conflict = "ON CONFLICT DO NOTHING"
-            return insert_new(db, scope, len(records), build, conflict, None, last_seq(db))[0]
-
-        return self._write_and_index(write, len(records))
-
-    def _write_and_index(self, write: Callable[[sqlite3.Connection], T], batch: int) -> T:
-        """Run an insert of ``batch`` memories; ask for the index to catch up if it deferred."""
-        result = self._db.run(write, write=True, durable=self._fsync)
-        if batch <= DEFERRED_ROWS:
-            self._db.tidy_soon()
-        return result
-
-    def _update_blocking(
-        self,
-        memory_id: str,
-        content: str | None,
-        metadata: JsonObject | None,
-        reason: str | None,
-    ) -> MemoryRecord | None:
-        now = utc_timestamp()
-        where, params = self._scope.where("m")
-
-        def write(db: sqlite3.Connection) -> MemoryRecord | None:
-            purge_expired(db, now)
-            row = db.execute(
-                f"SELECT m.seq, m.content, m.metadata, m.scope, m.content_hash "
-                f"FROM memories AS m WHERE m.id = ? AND {where}",
-                [memory_id, *params],
-            ).fetchone()
-            if row is None:
-                return None
-            seq, old_content, old_metadata, scope, key = row
-            keep_versions(db, "m.seq = ?", [seq], now, "update", reason)
-            new_content = old_content if content is None else content
-            if content is not None:
-                key = content_key(content)
-                if find_equal(db, scope, content, key, other_than=seq) is not None:
-                    raise InvalidArgumentError(
-                        "another memory of this scope already has that content; update would "
-                        "duplicate it"
-                    )
-                key = free_key(db, scope, content, key, other_than=seq)
-            db.execute(
-                "UPDATE memories SET content = ?, content_hash = ?, metadata = ?, "
-                "updated_at = ? WHERE seq = ?",
-                (
-                    new_content,
-                    key,
-                    old_metadata if metadata is None else _encode(metadata),
-                    now,
-                    seq,
-                ),
-            )
-            updated = db.execute(
-                f"SELECT {_RECORD_COLUMNS} FROM memories AS m WHERE m.seq = ?", (row[0],)
-            ).fetchone()
-            return _record(updated)
-
-        return self._db.run(write, write=True, durable=self._fsync)
-
-    def _remove_blocking(self, ids: Strings | None, change: str, reason: str | None) -> int:
-        now = utc_timestamp()
-        where, params = self._scope.where("m")
-
-        def write(db: sqlite3.Connection) -> int:
-            purge_expired(db, now)
-            removed = 0
-            chunks = (
-                [None]
-                if ids is None
-                else [ids[i : i + KEY_CHUNK] for i in range(0, len(ids), KEY_CHUNK)]
-            )
-            for chunk in chunks:
-                condition, values = where, list(params)
-                if chunk is not None:
-                    condition += f" AND m.id IN ({', '.join('?' * len(chunk))})"
-                    values.extend(chunk)
-                keep_versions(db, condition, values, now, change, reason)
-                removed += db.execute(
-                    f"DELETE FROM memories AS m WHERE {condition}", values
-                ).rowcount
-            return removed
-
-        return self._db.run(write, write=True, durable=self._fsync)
-
-
-def _fresh(memory_id: str | None) -> str:
-    """Return the id an add resolved to; an add's own ids are new, so never skipped."""
-    if memory_id is None:
-        raise AssertionError("an add was skipped for its id, which it made itself")
-    return memory_id
+    async def _write(self, transaction: Callable[..., T], *args: Any) -> T:
+        """Run one of :mod:`.writes`' transactions on this view's scope."""
+        return await self._offload(transaction, self._db, self._scope, self._fsync, *args)

@@ -1,235 +1,243 @@
-"""Write-side SQL shared by ``SQLiteStore``'s operations: scopes, inserts, history, expiry."""
+"""The write transactions behind ``SQLiteStore``: add, import, update and delete.
+
+Each function runs on the store's worker thread and is one transaction of
+:meth:`Database.run`, retried as a whole when another process holds the database. Arguments
+were checked by the store, except what a large batch checks chunk by chunk here.
+"""
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TypeVar
 
-from agentrecall.stores.sqlite.query import STORED_TIME, Scope
+from agentrecall._internal.checks import check_item
+from agentrecall._internal.clock import utc_timestamp
+from agentrecall._internal.ids import new_time_ordered_ids
+from agentrecall._internal.jsonencode import compact_encoder
+from agentrecall._internal.jsonvalue import check_json_object
+from agentrecall._internal.sqlite import Database
+from agentrecall.errors import InvalidArgumentError
+from agentrecall.stores.sqlite.dedup import KEY_CHUNK, find_equal, free_key, insert_new
+from agentrecall.stores.sqlite.query import STORED_TIME, Scope, content_key
+from agentrecall.stores.sqlite.rows import RECORD_COLUMNS
+from agentrecall.stores.sqlite.rows import record as to_record
+from agentrecall.stores.sqlite.tables import (
+    DEFERRED_ROWS,
+    Row,
+    keep_versions,
+    last_seq,
+    purge_expired,
+    scope_number,
+)
+from agentrecall.types import AddResult, JsonObject, MemoryRecord
 
-ROOT_SCOPE = 0
-"""The scope number of memories written outside any scope (created by migration 5)."""
+T = TypeVar("T")
 
-Times = tuple[str, None, str | None]
-"""``(created_at, updated_at, expires_at)`` shared by every row of a batch of new memories."""
+Items = Sequence[tuple[str, JsonObject | None]]
+ImportRow = tuple[str | int | None, ...]
+# Metadata was checked to be a finite, acyclic JSON object (see compact_encoder).
+_encode = compact_encoder()
 
 
-def insert_statement(scope: int, conflict: str, times: Times | None) -> str:
-    """Return the INSERT for rows of scope number ``scope``, skipping what ``conflict`` says.
+def add(
+    db: Database,
+    scope: Scope,
+    durable: bool,
+    items: Items,
+    expires_at: str | None,
+    checked: bool,
+) -> list[AddResult]:
+    """Insert new memories, deduplicated per scope; return each item's id, in input order.
 
-    With ``times``, the batch's timestamps are written into the statement and a row is
-    ``(id, content, content_hash, metadata)``: binding three fewer values a row made inserting
-    16% faster (1.8 µs a row). Without, a row carries its own three after those four.
+    ``checked`` says whether the items were checked already; if not, each chunk is checked as
+    it is built, and a bad item still stores nothing (one transaction).
     """
-    if times is None:
-        stamps = "?, ?, ?"
-    else:
-        # Only our own timestamps come here; checked anyway, as they go into SQL text.
-        if not all(value is None or STORED_TIME.fullmatch(value) for value in times):
-            raise ValueError(f"timestamps not in the stored shape: {times!r}")
-        stamps = ", ".join("NULL" if value is None else f"'{value}'" for value in times)
-    return (
-        "INSERT INTO memories (id, scope, content, content_hash, metadata, created_at, "
-        f"updated_at, expires_at) VALUES (?, {int(scope)}, ?, ?, ?, {stamps}) {conflict}"
-    )
+    now = utc_timestamp()
+    # The results if every row goes in, made with the rows: for a large batch in the helper
+    # thread, while SQLite works, rather than after it (a microsecond a memory).
+    results: list[AddResult] = []
+
+    def build(start: int, stop: int) -> list[Row]:
+        part = items[start:stop]
+        if not checked:
+            for index, (content, metadata) in enumerate(part, start):
+                check_item(content, metadata, f" (item {index})")
+        ids = new_time_ordered_ids(len(part))
+        results.extend([AddResult(id=memory_id) for memory_id in ids])
+        return [
+            (
+                memory_id,
+                content,
+                content_key(content),
+                None if metadata is None else _encode(metadata),
+            )
+            for memory_id, (content, metadata) in zip(ids, part, strict=True)
+        ]
+
+    def write(connection: sqlite3.Connection) -> list[AddResult]:
+        results.clear()  # a retry after a busy database builds the rows again
+        purge_expired(connection, now)
+        number = scope_number(connection, scope)
+        conflict = "ON CONFLICT (scope, content_hash) DO NOTHING"
+        times = (now, None, expires_at)
+        # An add's ids are new, so base 0 will do (see dedup.settle).
+        ids = insert_new(connection, number, len(items), build, conflict, times, 0)[1]
+        if ids is None:  # no duplicate, in the batch or before it
+            return results
+        return [AddResult(id=_fresh(memory_id)) for memory_id in ids]
+
+    return _write_and_index(db, durable, write, len(items))
 
 
-def scope_number(db: sqlite3.Connection, scope: Scope) -> int:
-    """Return the number of ``scope`` in ``memory_scopes``, adding its row the first time.
-
-    Scope rows are never deleted, so a number, once given, keeps meaning that scope.
-    """
-    ids = scope.columns()
-    if not any(ids.values()):
-        return ROOT_SCOPE
-    keys = [value or "" for value in ids.values()]
-    found = db.execute(
-        "SELECT scope FROM memory_scopes WHERE coalesce(user_id, '') = ? "
-        "AND coalesce(agent_id, '') = ? AND coalesce(session_id, '') = ?",
-        keys,
-    ).fetchone()
-    if found is not None:
-        return int(found[0])
-    cursor = db.execute(
-        "INSERT INTO memory_scopes (user_id, agent_id, session_id) VALUES (?, ?, ?)",
-        list(ids.values()),
-    )
-    return int(cursor.lastrowid or 0)
-
-
-def insert_rows(
-    db: sqlite3.Connection,
-    scope: int,
-    rows: Sequence[Sequence[Any]],
-    conflict: str,
-    times: Times | None = None,
+def import_records(
+    db: Database, scope: Scope, durable: bool, records: Sequence[MemoryRecord]
 ) -> int:
-    """Insert memory rows of scope number ``scope``; return how many were new.
+    """Insert copies of memories with their ids and timestamps; return how many were new."""
+    now = utc_timestamp()
 
-    A row is ``(id, content, content_hash, metadata, created_at, updated_at, expires_at)``,
-    or its first four when ``times`` gives the last three for all of them (see
-    :func:`insert_statement`). ``conflict`` is the ``ON CONFLICT`` clause that decides which
-    rows are skipped. Up to :data:`DEFERRED_ROWS` new rows are listed in
-    ``memories_unindexed`` for :func:`index_unindexed` to index later; a larger batch is fed to
-    the full-text index in the same transaction, explicitly rather than by a trigger (three to
-    four times faster).
-    """
-    insert = insert_statement(scope, conflict, times)
-    if len(rows) <= DEFERRED_ROWS:
-        added = []
-        for row in rows:
-            cursor = db.execute(insert, row)
-            if cursor.rowcount == 1:
-                added.append((cursor.lastrowid,))
-        db.executemany("INSERT INTO memories_unindexed (seq) VALUES (?)", added)
-        return len(added)
-    last = last_seq(db)
-    db.executemany(insert, rows)
-    return _index_after(db, last)
+    def build(start: int, stop: int) -> list[Row]:
+        part = records[start:stop]
+        rows = (import_row(index, record) for index, record in enumerate(part, start))
+        return [row for row in rows if not isinstance(row[6], str) or row[6] > now]
+
+    def write(connection: sqlite3.Connection) -> int:
+        purge_expired(connection, now)
+        number = scope_number(connection, scope)
+        # No conflict target: a taken id and a duplicate content both skip the row.
+        conflict = "ON CONFLICT DO NOTHING"
+        base = last_seq(connection)
+        return insert_new(connection, number, len(records), build, conflict, None, base)[0]
+
+    return _write_and_index(db, durable, write, len(records))
 
 
-def last_seq(db: sqlite3.Connection) -> int:
-    """Return the highest memory row number (0 when there are none)."""
-    return int(db.execute("SELECT max(seq) FROM memories").fetchone()[0] or 0)
-
-
-def index_later(db: sqlite3.Connection, seqs: Sequence[int]) -> None:
-    """Hand the memories ``seqs``, inserted outside :func:`insert_rows`, to the full-text index.
-
-    Up to :data:`DEFERRED_ROWS` are listed for later, as a small insert's are; more are indexed
-    now, with whatever else is listed.
-    """
-    db.executemany("INSERT INTO memories_unindexed (seq) VALUES (?)", [(seq,) for seq in seqs])
-    if len(seqs) > DEFERRED_ROWS:
-        index_unindexed(db)
-
-
-def _index_after(db: sqlite3.Connection, last: int) -> int:
-    """Feed the memories above row ``last`` to the full-text index; return how many.
-
-    Row ids only grow inside a write transaction, so those are the rows it just inserted.
-    """
-    indexed: int = db.execute(
-        "INSERT INTO memories_fts (rowid, content, scope) "
-        "SELECT seq, content, scope FROM memories WHERE seq > ?",
-        (last,),
-    ).rowcount
-    return indexed
-
-
-DEFERRED_ROWS = 16
-"""Batches up to this size are inserted row by row and indexed later (see :func:`insert_rows`).
-
-Indexing a memory in its own durable transaction made that transaction write and fsync the
-index's pages as well: a median single add took 1.0 ms instead of 0.6 ms at 100,000 memories.
-"""
-
-
-def index_unindexed(db: sqlite3.Connection) -> int:
-    """Index the memories listed in ``memories_unindexed`` and empty the list; return how many.
-
-    Safe to run at any time, in any process, and to lose in a crash: the rows stay listed
-    until the transaction that indexes them commits.
-    """
-    indexed: int = db.execute(
-        "INSERT INTO memories_fts (rowid, content, scope) "
-        "SELECT m.seq, m.content, m.scope FROM memories_unindexed AS u "
-        "JOIN memories AS m ON m.seq = u.seq"
-    ).rowcount
-    if indexed:
-        db.execute("DELETE FROM memories_unindexed")
-    return indexed
-
-
-Row = Sequence[Any]
-
-
-FIRST_CHUNK = 1_000
-"""Rows in the first chunk of a batch :func:`insert_pipelined` takes; built with nothing to
-overlap it."""
-
-CHUNK = 5_000
-"""The most rows in one chunk; a batch of up to this many is a single chunk."""
-
-
-def chunk_bounds(total: int) -> list[tuple[int, int]]:
-    """Split ``total`` rows into the ``(start, stop)`` chunks of :func:`insert_pipelined`.
-
-    Up to :data:`CHUNK` rows are one chunk: split up, they imported 15% slower in calls of
-    5,000 (median of six imports of 100,000 memories each way). A larger batch starts with a
-    small chunk (:data:`FIRST_CHUNK`), since the first chunk is built while nothing else runs: a
-    first chunk of 5,000 kept SQLite waiting about 70 ms per call. Each later chunk is built
-    while SQLite writes the one before, which takes two to three times as long per row as
-    building, so a chunk may be up to three times the one before it, to at most :data:`CHUNK`.
-    """
-    if total <= CHUNK:
-        return [(0, total)] if total else []
-    bounds: list[tuple[int, int]] = []
-    start, size = 0, FIRST_CHUNK
-    while start < total:
-        stop = min(start + size, total)
-        bounds.append((start, stop))
-        start, size = stop, min(3 * size, CHUNK)
-    return bounds
-
-
-def insert_pipelined(
-    db: sqlite3.Connection,
-    scope: int,
-    bounds: Sequence[tuple[int, int]],
-    build: Callable[[int, int], list[Row]],
-    conflict: str,
-    times: Times | None = None,
-) -> tuple[int, list[Row]]:
-    """Insert the rows ``build(start, stop)`` makes per chunk; return (rows added, all rows).
-
-    ``bounds`` are the chunks' ``(start, stop)``, as :func:`chunk_bounds` gives them. Like
-    :func:`insert_rows`, chunk after chunk, with one difference: while SQLite indexes one
-    chunk (a single statement, during which Python's lock is free) a helper thread builds the
-    next (checks, ids, dedup keys, JSON). Building never overlaps the row inserts, which need
-    Python's lock for every row. An error in ``build`` surfaces here, before anything of its
-    chunk is written.
-    """
-    insert = insert_statement(scope, conflict, times)
-    built: list[Row] = []
-    added = 0
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentrecall rows") as helper:
-        pending = helper.submit(build, *bounds[0])
-        for k in range(len(bounds)):
-            rows = pending.result()
-            built.extend(rows)
-            last = last_seq(db)
-            db.executemany(insert, rows)
-            if k + 1 < len(bounds):
-                pending = helper.submit(build, *bounds[k + 1])
-            added += _index_after(db, last)
-    return added, built
-
-
-def keep_versions(
-    db: sqlite3.Connection,
-    condition: str,
-    params: list[object],
-    now: str,
-    change: str,
-    reason: str | None,
-) -> None:
-    """Copy the memories matching ``condition`` (over alias ``m``) into the history."""
-    db.execute(
-        "INSERT INTO memory_history (id, scope, content, metadata, changed_at, change, reason) "
-        "SELECT m.id, m.scope, m.content, m.metadata, ?, ?, ? "
-        f"FROM memories AS m WHERE {condition}",
-        [now, change, reason, *params],
+def import_row(index: int, record: MemoryRecord) -> ImportRow:
+    """Check one record of an import and return its row; messages give the record's index."""
+    where = f"record {index}"
+    if not isinstance(record, MemoryRecord):
+        raise InvalidArgumentError(f"{where} must be a MemoryRecord, got {record!r}")
+    if not isinstance(record.id, str) or not record.id.strip():
+        raise InvalidArgumentError(f"{where}: id must be a non-blank string")
+    if not isinstance(record.content, str) or not record.content.strip():
+        raise InvalidArgumentError(f"{where} ({record.id}): content must be a non-blank string")
+    if record.metadata is not None:
+        check_json_object(record.metadata, f"{where} ({record.id}): metadata")
+    for field in ("created_at", "updated_at", "expires_at"):
+        value = getattr(record, field)
+        if (value is not None or field == "created_at") and not (
+            isinstance(value, str) and STORED_TIME.fullmatch(value)
+        ):
+            raise InvalidArgumentError(
+                f"{where} ({record.id}): {field} must look like 2025-01-31T09:30:00.000Z, "
+                f"got {value!r}"
+            )
+    metadata = record.metadata
+    return (
+        record.id,
+        record.content,
+        content_key(record.content),
+        None if metadata is None else _encode(metadata),
+        record.created_at,
+        record.updated_at,
+        record.expires_at,
     )
 
 
-def purge_expired(db: sqlite3.Connection, now: str) -> None:
-    """Move expired memories to the history; the partial index makes this cheap when none are."""
-    expired = "m.expires_at IS NOT NULL AND m.expires_at <= ?"
-    # One probe of the partial index; most writes find nothing and skip both statements.
-    if db.execute(f"SELECT 1 FROM memories AS m WHERE {expired} LIMIT 1", [now]).fetchone() is None:
-        return
-    keep_versions(db, expired, [now], now, "expire", None)
-    db.execute(f"DELETE FROM memories AS m WHERE {expired}", [now])
+def update(
+    db: Database,
+    scope: Scope,
+    durable: bool,
+    memory_id: str,
+    content: str | None,
+    metadata: JsonObject | None,
+    reason: str | None,
+) -> MemoryRecord | None:
+    """Replace a memory's content and/or metadata, keeping the old version in its history."""
+    now = utc_timestamp()
+    where, params = scope.where("m")
+
+    def write(connection: sqlite3.Connection) -> MemoryRecord | None:
+        purge_expired(connection, now)
+        row = connection.execute(
+            f"SELECT m.seq, m.content, m.metadata, m.scope, m.content_hash "
+            f"FROM memories AS m WHERE m.id = ? AND {where}",
+            [memory_id, *params],
+        ).fetchone()
+        if row is None:
+            return None
+        seq, old_content, old_metadata, number, key = row
+        keep_versions(connection, "m.seq = ?", [seq], now, "update", reason)
+        new_content = old_content if content is None else content
+        if content is not None:
+            key = content_key(content)
+            if find_equal(connection, number, content, key, other_than=seq) is not None:
+                raise InvalidArgumentError(
+                    "another memory of this scope already has that content; update would "
+                    "duplicate it"
+                )
+            key = free_key(connection, number, content, key, other_than=seq)
+        connection.execute(
+            "UPDATE memories SET content = ?, content_hash = ?, metadata = ?, "
+            "updated_at = ? WHERE seq = ?",
+            (new_content, key, old_metadata if metadata is None else _encode(metadata), now, seq),
+        )
+        updated = connection.execute(
+            f"SELECT {RECORD_COLUMNS} FROM memories AS m WHERE m.seq = ?", (seq,)
+        ).fetchone()
+        return to_record(updated)
+
+    return db.run(write, write=True, durable=durable)
+
+
+def remove(
+    db: Database,
+    scope: Scope,
+    durable: bool,
+    ids: Sequence[str] | None,
+    reason: str | None,
+) -> int:
+    """Delete the memories of ``scope`` with these ids (all of them for ``None``); count them.
+
+    Each deleted memory's last version goes to its history.
+    """
+    now = utc_timestamp()
+    where, params = scope.where("m")
+
+    def write(connection: sqlite3.Connection) -> int:
+        purge_expired(connection, now)
+        removed = 0
+        chunks = (
+            [None]
+            if ids is None
+            else [ids[i : i + KEY_CHUNK] for i in range(0, len(ids), KEY_CHUNK)]
+        )
+        for chunk in chunks:
+            condition, values = where, list(params)
+            if chunk is not None:
+                condition += f" AND m.id IN ({', '.join('?' * len(chunk))})"
+                values.extend(chunk)
+            keep_versions(connection, condition, values, now, "delete", reason)
+            removed += connection.execute(
+                f"DELETE FROM memories AS m WHERE {condition}", values
+            ).rowcount
+        return removed
+
+    return db.run(write, write=True, durable=durable)
+
+
+def _write_and_index(
+    db: Database, durable: bool, write: Callable[[sqlite3.Connection], T], batch: int
+) -> T:
+    """Run an insert of ``batch`` memories; ask for the index to catch up if it deferred."""
+    result = db.run(write, write=True, durable=durable)
+    if batch <= DEFERRED_ROWS:
+        db.tidy_soon()
+    return result
+
+
+def _fresh(memory_id: str | None) -> str:
+    """Return the id an add resolved to; an add's own ids are new, so never skipped."""
+    if memory_id is None:
+        raise AssertionError("an add was skipped for its id, which it made itself")
+    return memory_id

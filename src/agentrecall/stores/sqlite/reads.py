@@ -1,0 +1,95 @@
+"""The reads behind ``SQLiteStore``: the conditions every read applies, and record queries.
+
+Search has its own module (:mod:`~agentrecall.stores.sqlite.search`); these are the plain
+reads (``get``, ``list``, ``count``, ``history``). Each query function takes an open
+connection and runs on the store's worker thread.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from agentrecall._internal.clock import utc_timestamp
+from agentrecall.retrieval.filters import check_filter, to_sql
+from agentrecall.stores.sqlite.query import Scope, timestamp
+from agentrecall.stores.sqlite.rows import RECORD_COLUMNS
+from agentrecall.stores.sqlite.rows import metadata as decode_metadata
+from agentrecall.stores.sqlite.rows import record as to_record
+from agentrecall.types import MemoryRecord, MemoryVersion
+
+Params = list[object]
+
+
+def conditions(
+    scope: Scope,
+    filter: Mapping[str, Any] | None,
+    created_after: datetime | str | None,
+    created_before: datetime | str | None,
+) -> tuple[str, Params]:
+    """Return the WHERE conditions every read applies: scope, expiry, filter, time bounds.
+
+    Raises:
+        InvalidArgumentError: the filter or a time bound is unusable.
+    """
+    where, params = scope.where("m")
+    parts = [where, "(m.expires_at IS NULL OR m.expires_at > ?)"]
+    values: Params = [*params, utc_timestamp()]
+    if filter is not None:
+        check_filter(filter)
+        sql, filter_params = to_sql(filter, "m.metadata")
+        parts.append(f"({sql})")
+        values.extend(filter_params)
+    after = timestamp(created_after, "created_after")
+    if after is not None:
+        parts.append("m.created_at >= ?")
+        values.append(after)
+    before = timestamp(created_before, "created_before")
+    if before is not None:
+        parts.append("m.created_at < ?")
+        values.append(before)
+    return " AND ".join(parts), values
+
+
+def get(
+    connection: sqlite3.Connection, memory_id: str, where: str, params: Params
+) -> MemoryRecord | None:
+    """Return the memory with ``memory_id`` that meets ``where``, or ``None``."""
+    row = connection.execute(
+        f"SELECT {RECORD_COLUMNS} FROM memories AS m WHERE m.id = ? AND {where}",
+        [memory_id, *params],
+    ).fetchone()
+    return None if row is None else to_record(row)
+
+
+def page(
+    connection: sqlite3.Connection, where: str, params: Params, offset: int, limit: int | None
+) -> list[MemoryRecord]:
+    """Return the memories that meet ``where``, oldest first, from ``offset``, at most ``limit``."""
+    rows = connection.execute(
+        f"SELECT {RECORD_COLUMNS} FROM memories AS m WHERE {where} ORDER BY m.seq LIMIT ? OFFSET ?",
+        [*params, -1 if limit is None else limit, offset],
+    ).fetchall()
+    return [to_record(row) for row in rows]
+
+
+def count(connection: sqlite3.Connection, where: str, params: Params) -> int:
+    """Return how many memories meet ``where``."""
+    return int(
+        connection.execute(f"SELECT count(*) FROM memories AS m WHERE {where}", params).fetchone()[
+            0
+        ]
+    )
+
+
+def history(connection: sqlite3.Connection, scope: Scope, memory_id: str) -> list[MemoryVersion]:
+    """Return the replaced versions of a memory of ``scope``, oldest first."""
+    where, params = scope.where("h")
+    rows = connection.execute(
+        "SELECT h.content, h.metadata, h.changed_at, h.change, h.reason "
+        f"FROM memory_history AS h WHERE h.id = ? AND {where} ORDER BY h.seq",
+        [memory_id, *params],
+    ).fetchall()
+    return [MemoryVersion(r[0], decode_metadata(r[1]), r[2], r[3], r[4]) for r in rows]
