@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck pytest bench clean
+.PHONY: demo test lint typecheck pytest clone-check bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +21,13 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.installed
 	$(BIN)/python examples/demo.py
 
-test: lint typecheck pytest
+test: lint typecheck pytest clone-check
+
+# Inside the clone it makes, AGENTRECALL_CLONE_CHECK is set and the check is not repeated.
+clone-check:
+ifndef AGENTRECALL_CLONE_CHECK
+	scripts/clone-check
+endif
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests benchmarks examples
