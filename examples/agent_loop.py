@@ -23,32 +23,30 @@ from agentrecall import (
     OpenAICompatibleModel,
 )
 
-SYSTEM = "You are a helpful assistant. Use what you remember about the user when it helps."
-
 
 async def chat(base_url: str, model_name: str, turns: list[str], data: str) -> list[str]:
-    """Answer each of ``turns`` in one session; return the replies."""
+    """Answer each of ``turns`` in one session, remembering facts across sessions."""
     model = OpenAICompatibleModel(base_url, model_name, api_key=os.getenv("OPENAI_API_KEY"))
     facts = JsonFileStore(
         name="facts",
         path=f"{data}/facts.json",
-        extraction=ExtractionConfig(trigger=IntervalTrigger(2)),  # extract every 2 turns
+        extraction=ExtractionConfig(trigger=IntervalTrigger(2)),  # every 2 turns
     )
     manager = MemoryManager([facts], model=model)
-    conversation = BufferMemory(max_messages=40, max_tokens=3000, path=f"{data}/conversations.db")
+    conversation = BufferMemory(max_tokens=3000, path=f"{data}/conversations.db")
     replies = []
     async with model, conversation:
         for text in turns:
             history = await conversation.read("me")
             ask = {"role": "user", "content": text}
-            manager.record([ask])
-            answer = await model.complete(await manager.inject([*history, ask]), system=SYSTEM)
+            manager.record([ask])  # what the conversation gains
+            answer = await model.complete(await manager.inject([*history, ask]))
             reply = {"role": "assistant", "content": answer}
             manager.record([reply])
-            manager.end_turn()
+            manager.end_turn()  # extraction may run now
             await conversation.write([*history, ask, reply], "me")
             replies.append(answer)
-        await manager.flush()  # extract from the turns no trigger has covered yet
+        await manager.flush()  # extract what the triggers left
     return replies
 
 
