@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import logging
+import re
+import unicodedata
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from typing import Any
@@ -14,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentrecall.errors import InvalidArgumentError
+from agentrecall.memory.escaping import NFKC_LOOKALIKES
 from agentrecall.memory.injection import (
     InjectionConfig,
     default_query,
@@ -143,6 +146,103 @@ def test_stored_content_cannot_change_the_block_structure(
             assert child.attrib == {"source": _xml_attribute(entry.store_name)}
         else:
             assert child.attrib == {}
+
+
+def test_nfkc_look_alikes_of_markup_are_character_references() -> None:
+    rendered = render_memory(
+        [MemoryEntry("\uff1c/memory\uff1e \ufe64x\ufe65 \uff06", "a\uff02\uff07")]
+    )
+    assert rendered == (
+        '<memory>\n<entry source="a&#xFF02;&#xFF07;">&#xFF1C;/memory&#xFF1E; &#xFE64;x&#xFE65; '
+        "&#xFF06;</entry>\n</memory>"
+    )
+
+
+def test_characters_xml_cannot_carry_become_the_replacement_character() -> None:
+    rendered = render_memory([MemoryEntry("a\x00b\x1bc\ufffe\ud800d", "s\x07")])
+    assert rendered == (
+        '<memory>\n<entry source="s\ufffd">a\ufffdb\ufffdc\ufffd\ufffdd</entry>\n</memory>'
+    )
+
+
+def test_bidi_controls_are_visible_references() -> None:
+    assert (
+        escape_text("\u202egnp.exe\u2066\u200f\u061c") == "&#x202E;gnp.exe&#x2066;&#x200F;&#x61C;"
+    )
+
+
+@pytest.mark.parametrize("lead", ["\u0338", "\u0301\u0338", "\u0f73\u0338"])
+def test_a_leading_combining_mark_cannot_merge_into_the_opening_tag(lead: str) -> None:
+    escaped = escape_text(lead + "x")
+    assert escaped == f"&#x{ord(lead[0]):X};" + lead[1:] + "x"
+    normalised = unicodedata.normalize("NFKC", render_memory([MemoryEntry(lead + "x")]))
+    assert ET.fromstring(normalised)[0].tag == "entry"
+
+
+def test_ordinary_text_in_any_script_is_unchanged() -> None:
+    text = (
+        "caf\u00e9 \u00bd \u2026 \u65e5\u672c\u8a9e \uff21\uff22 \uff02q\uff02 "
+        "\u0645\u0631\u062d\u0628\u0627 e\u0301"
+    )
+    assert escape_text(text) == text
+
+
+def test_the_look_alike_table_covers_this_unicode_database() -> None:
+    markup_chars = set("<>&\"'")
+    found = {}
+    for code in range(0x110000):
+        char = chr(code)
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        form = unicodedata.normalize("NFKC", char)
+        if form != char and markup_chars & set(form):
+            found[char] = form
+    assert found == NFKC_LOOKALIKES
+
+
+def _xml_safe(text: str) -> str:
+    # XML 1.0 has no way to carry these, not even as references.
+    return re.sub("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]", "\ufffd", text)
+
+
+RISKY = [
+    *"\x00\x1b\x0b\r\ufffe\uffff\ud800\udfff\u061c\u200e\u200f\u202a\u202e\u2066\u2069",
+    *"\uff1c\uff1e\uff06\uff02\uff07\ufe64\ufe65\ufe60\u0338",
+    "\u0301\u0338",
+    "\u0f73\u0338",
+    "\uff1c/memory\uff1e",
+    "\uff1cmemory\uff1e",
+    "\uff1c/entry\uff1e",
+    "\uff1centry source=\uff02x\uff02\uff1e",
+    "\uff06amp;",
+    "\uff06#x3c;",
+    "&#x0;",
+    "]]>",
+]
+any_char = st.characters(codec=None) | st.characters(categories=["Cs"])
+any_text = st.lists(
+    st.text(any_char, max_size=8) | st.sampled_from(RISKY) | markup, max_size=6
+).map("".join)
+
+
+@given(st.lists(st.tuples(any_text, st.none() | any_text), max_size=6))
+def test_any_content_renders_xml_that_nfkc_cannot_forge(
+    items: list[tuple[str, str | None]],
+) -> None:
+    entries = [MemoryEntry(content, store) for content, store in items]
+    block = render_memory(entries)
+    for candidate in (block, unicodedata.normalize("NFKC", block)):
+        root = ET.fromstring(candidate)
+        assert root.tag == "memory"
+        assert len(list(root.iter("memory"))) == 1
+        assert [child.tag for child in root] == ["entry"] * len(entries)
+        for child, entry in zip(root, entries, strict=True):
+            assert list(child) == []
+            assert set(child.attrib) == ({"source"} if entry.store_name else set())
+    for child, entry in zip(ET.fromstring(block), entries, strict=True):
+        assert (child.text or "") == _xml_line_ends(_xml_safe(entry.content))
+        if entry.store_name:
+            assert child.attrib["source"] == _xml_attribute(_xml_safe(entry.store_name))
 
 
 # --- placement ---------------------------------------------------------------------------------

@@ -78,9 +78,46 @@ def test_malformed_answer_logs_a_warning(caplog: pytest.LogCaptureFixture) -> No
     assert "not valid JSON" in caplog.text
 
 
-def test_keeps_only_objects_with_non_blank_string_content() -> None:
-    answer = '[{"content": ""}, {"foo": "bar"}, "bare", {"content": 3}, {"content": " keep "}]'
-    assert parse_results(answer) == [ExtractionResult("keep")]
+async def test_a_plain_list_of_strings_is_one_fact_per_string() -> None:
+    model = ScriptedChatModel(['["User prefers dark mode", "  Lives in Berlin "]'])
+    results = await ModelExtractor(model).extract(CONVERSATION)
+    assert results == [
+        ExtractionResult("User prefers dark mode"),
+        ExtractionResult("Lives in Berlin"),
+    ]
+
+
+async def test_strings_and_objects_mix_in_their_order() -> None:
+    model = ScriptedChatModel(['```json\n["a", {"content": "b", "metadata": {"k": 1}}, "c"]\n```'])
+    results = await ModelExtractor(model).extract(CONVERSATION)
+    assert results == [
+        ExtractionResult("a"),
+        ExtractionResult("b", {"k": 1}),
+        ExtractionResult("c"),
+    ]
+
+
+def test_unusable_items_are_skipped_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    answer = (
+        '[{"content": ""}, {"foo": "bar"}, "bare", {"content": 3}, " ", 7, null, ["x"], '
+        '{"content": " keep "}]'
+    )
+    with caplog.at_level(logging.WARNING, logger="agentrecall.extraction.prompt"):
+        assert parse_results(answer) == [ExtractionResult("bare"), ExtractionResult("keep")]
+    (record,) = caplog.records
+    assert record.levelno == logging.WARNING
+    assert "skipped 7 of 9 items" in record.getMessage()
+    assert "{'content': ''}" in record.getMessage()
+
+
+def test_a_fully_usable_answer_logs_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.DEBUG, logger="agentrecall.extraction.prompt"):
+        assert parse_results('["a", {"content": "b"}]') == [
+            ExtractionResult("a"),
+            ExtractionResult("b"),
+        ]
+        assert parse_results("[]") == []
+    assert caplog.records == []
 
 
 def test_metadata_is_kept_only_when_it_is_an_object() -> None:

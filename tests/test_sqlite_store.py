@@ -599,3 +599,16 @@ async def test_a_large_import_keeps_ids_and_a_bad_record_late_in_it_stores_nothi
 
 
 STAMP = "2025-01-31T09:30:00.000Z"
+
+
+async def test_leaving_async_with_closes_the_connection(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    with pytest.raises(LookupError):
+        async with SQLiteStore(path) as store:
+            await store.scope(user_id="u").add("a fact")
+            assert (tmp_path / "m.db-wal").exists()
+            raise LookupError
+    # The last connection to close folds the WAL back into the file and removes it.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.db"]
+    assert await store.count() == 1
+    await store.aclose()

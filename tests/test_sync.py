@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,7 +16,92 @@ from agentrecall import (
     SQLiteStore,
     SyncStore,
 )
-from agentrecall.types import AddResult, MemoryEntry
+from agentrecall.stores.base import Capability
+from agentrecall.types import AddResult, MemoryEntry, MemoryRecord
+
+STORES = [SQLiteStore, JsonFileStore]
+FAR = "2999-01-01T00:00:00.000Z"
+
+
+def _public_methods(cls: type) -> dict[str, Any]:
+    return {
+        name: member
+        for name, member in vars(cls).items()
+        if not name.startswith("_") and inspect.isfunction(member)
+    }
+
+
+def _twin_name(name: str) -> str:
+    return "close" if name == "aclose" else name
+
+
+def _extra_keywords(store_class: type) -> dict[str, list[str]]:
+    """Check every public method of ``store_class`` against its twin; return the extras."""
+    extras = {}
+    for name, method in _public_methods(store_class).items():
+        twin = getattr(SyncStore, _twin_name(name), None)
+        assert twin is not None, f"SyncStore has no twin of {store_class.__name__}.{name}"
+        assert not inspect.iscoroutinefunction(twin), name
+        wanted = list(inspect.signature(method).parameters.values())[1:]
+        given = list(inspect.signature(twin).parameters.values())[1:]
+        names = {parameter.name for parameter in wanted}
+        shared = [(p.name, p.kind, p.default) for p in given if p.name in names]
+        assert shared == [(p.name, p.kind, p.default) for p in wanted], name
+        added = [p for p in given if p.name not in names]
+        # What the store lacks is optional and keyword-only, so its own calls all work.
+        assert all(p.kind is p.KEYWORD_ONLY and p.default is None for p in added), name
+        if added:
+            extras[name] = [p.name for p in added]
+    return extras
+
+
+def test_every_public_store_method_has_a_blocking_twin_with_its_parameters() -> None:
+    assert _extra_keywords(SQLiteStore) == {"search": ["max_search_results"]}
+    # JsonFileStore lacks some capabilities: its twins have those keywords on top.
+    assert "filter" in _extra_keywords(JsonFileStore)["search"]
+    covered = {_twin_name(name) for cls in STORES for name in _public_methods(cls)}
+    assert set(_public_methods(SyncStore)) == covered
+
+
+def test_an_sqlite_store_is_fully_usable_synchronously(tmp_path: Path) -> None:
+    with SyncStore(SQLiteStore(tmp_path / "m.db")) as memory:
+        memory.setup()
+        memory.initialize()
+        tea = memory.add("User likes green tea", {"kind": "drink"}, ttl=3600)
+        dated = memory.add("User likes black coffee", {"kind": "drink"}, expires_at=FAR)
+        [walk] = memory.add_many([("User walks the dog daily", {"kind": "habit"})], ttl=60)
+        assert memory.get(tea.id).expires_at is not None  # type: ignore[union-attr]
+        assert memory.get(dated.id).expires_at == FAR  # type: ignore[union-attr]
+        drinks = {"kind": "drink"}
+        assert {h.id for h in memory.search("likes", filter=drinks)} == {tea.id, dated.id}
+        assert memory.search("dog", filter=drinks) == []
+        assert memory.search("dog", created_after=FAR) == []
+        assert memory.search("dog", created_before=FAR)[0].id == walk.id
+        assert [r.id for r in memory.list(filter={"kind": "habit"})] == [walk.id]
+        assert memory.count(filter=drinks) == 2 and memory.count(created_after=FAR) == 0
+        updated = memory.update(tea.id, content="User likes jasmine tea", reason="corrected")
+        assert updated is not None and updated.content == "User likes jasmine tea"
+        assert memory.delete(dated.id, reason="stale") is True
+        assert [(v.change, v.reason) for v in memory.history(tea.id)] == [("update", "corrected")]
+        assert [(v.change, v.reason) for v in memory.history(dated.id)] == [("delete", "stale")]
+        assert memory.delete_many([walk.id, "missing"], reason="done") == 1
+        record = MemoryRecord("kept-id", "Imported fact", "2024-05-01T12:00:00.000Z")
+        assert memory.import_records([record]) == 1
+        assert memory.get("kept-id") == record
+        assert memory.clear() == 2 and memory.count() == 0
+
+
+def test_scope_views_share_the_loop_and_close_with_the_facade(tmp_path: Path) -> None:
+    with SyncStore(SQLiteStore(tmp_path / "m.db")) as memory:
+        alice = memory.scope(user_id="alice")
+        assert isinstance(alice, SyncStore) and alice.store.name == "memory[user=alice]"
+        alice.add("Alice likes tea")
+        memory.scope(user_id="bob", name="bob").add("Bob likes tea")
+        assert [h.content for h in alice.search("tea")] == ["Alice likes tea"]
+        assert memory.count() == 2 and alice.count() == 1 and alice.clear() == 1
+        assert (tmp_path / "m.db-wal").exists()
+    # Only the views ran calls; closing the facade still closed the store they share.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.db"]
 
 
 def test_every_operation_blocks_and_returns(tmp_path: Path) -> None:
@@ -107,3 +195,56 @@ def test_the_store_is_closed_once_per_use() -> None:
     with memory:
         memory.search("again")
     assert store.closed == 2
+
+
+class LoopRecorder(SearchOnly):
+    """A store whose scope views record the event loop each of their calls ran on."""
+
+    capabilities = frozenset({Capability.SCOPE})
+
+    def __init__(self, loops: list[asyncio.AbstractEventLoop]) -> None:
+        self.loops = loops
+
+    async def search(self, query: str, options: object = None) -> list[MemoryEntry]:
+        self.loops.append(asyncio.get_running_loop())
+        return []
+
+    def scope(self, **ids: str | None) -> LoopRecorder:
+        return LoopRecorder(self.loops)
+
+
+def test_scope_views_run_on_the_facade_loop() -> None:
+    loops: list[asyncio.AbstractEventLoop] = []
+    with SyncStore(LoopRecorder(loops)) as memory:
+        memory.search("a")
+        memory.scope(user_id="u").search("b")
+        memory.scope(session_id="s").scope(agent_id="x").search("c")
+    assert len(loops) == 3 and len(set(map(id, loops))) == 1
+
+
+def test_unsupported_keywords_and_methods_are_refused_clearly(tmp_path: Path) -> None:
+    with SyncStore(JsonFileStore(name="notes", path=tmp_path / "n.json")) as memory:
+        memory.setup()
+        memory.initialize()  # a store without them needs no preparation
+        with pytest.raises(InvalidArgumentError, match=r"'notes'.*filter.*Capability\.FILTER"):
+            memory.search("tea", filter={"kind": "drink"})
+        with pytest.raises(InvalidArgumentError, match=r"ttl.*Capability\.EXPIRY"):
+            memory.add("User likes tea", ttl=60)
+        with pytest.raises(InvalidArgumentError, match=r"reason.*Capability\.HISTORY"):
+            memory.delete("x", reason="stale")
+        for call in (lambda: memory.update("x", content="y"), memory.clear, memory.scope):
+            with pytest.raises(InvalidArgumentError, match="'notes'.*does not support"):
+                call()
+        assert memory.count() == 0  # nothing was written
+        assert not (tmp_path / "n.json").exists()
+
+
+def test_search_takes_options_or_the_keyword_but_not_both(tmp_path: Path) -> None:
+    with SyncStore(JsonFileStore(name="s", path=tmp_path / "s.json")) as memory:
+        memory.add_many([("tea one", None), ("tea two", None), ("tea three", None)])
+        assert len(memory.search("tea", {"max_search_results": 2})) == 2
+        assert len(memory.search("tea", max_search_results=1)) == 1
+        with pytest.raises(InvalidArgumentError, match="both as a keyword and in options"):
+            memory.search("tea", {"max_search_results": 2}, max_search_results=1)
+        with pytest.raises(InvalidArgumentError, match="options must be a mapping"):
+            memory.search("tea", 2)  # type: ignore[arg-type]

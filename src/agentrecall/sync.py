@@ -4,25 +4,40 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Coroutine, Iterable
+from collections.abc import Coroutine, Iterable, Mapping
+from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, TypeVar
 
 from agentrecall._internal.loop import LoopRunner
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.stores.base import Capability, MemoryStore
-from agentrecall.types import AddResult, JsonObject, MemoryEntry, MemoryRecord
+from agentrecall.types import AddResult, JsonObject, MemoryEntry, MemoryRecord, MemoryVersion
 
 T = TypeVar("T")
+
+# Aliases, because inside the class body ``list`` names the method.
+Entries = list[MemoryEntry]
+Records = list[MemoryRecord]
+AddResults = list[AddResult]
+Versions = list[MemoryVersion]
+Filter = Mapping[str, Any] | None
+Moment = datetime | str | None
 
 
 class SyncStore:
     """Blocking twins of a store's async methods, run on one event loop this object owns.
 
+    Every public async method of :class:`~agentrecall.SQLiteStore` and
+    :class:`~agentrecall.JsonFileStore` has a twin here with the same parameters, and
+    :meth:`scope` returns a facade over a scoped view. An operation, or a keyword such as
+    ``filter`` or ``ttl``, that needs a capability the store does not declare raises
+    :class:`~agentrecall.errors.InvalidArgumentError` naming the store and the capability;
+    keywords left at ``None`` are not passed on, so any store takes the plain calls.
+
     Use it as a context manager, or call :meth:`close` when done: that also closes the store
     (its ``aclose()``, for example an :class:`~agentrecall.SQLiteStore`'s connection). It
-    refuses to run inside a running event loop (``await`` the store there). Calls to a
-    capability the store does not declare raise :class:`~agentrecall.errors.InvalidArgumentError`.
+    refuses to run inside a running event loop (``await`` the store there).
 
     Example::
 
@@ -32,58 +47,180 @@ class SyncStore:
     """
 
     def __init__(self, store: MemoryStore) -> None:
+        """Wrap ``store``; no loop is started and nothing runs until the first call."""
         self.store = store
         self._runner = LoopRunner()
-        self._used = False
+        # The stores this facade and its scoped views ran calls on since the last close.
+        self._used: list[MemoryStore] = []
 
-    def search(self, query: str, max_search_results: int | None = None) -> list[MemoryEntry]:
-        """Search the store; ``max_search_results`` caps hits for this call."""
-        return self._run(self.store.search(query, {"max_search_results": max_search_results}))
+    def search(
+        self,
+        query: str,
+        options: Mapping[str, Any] | None = None,
+        *,
+        filter: Filter = None,
+        created_after: Moment = None,
+        created_before: Moment = None,
+        max_search_results: int | None = None,
+    ) -> Entries:
+        """Search the store, best hit first.
 
-    def add(self, content: str, metadata: JsonObject | None = None) -> AddResult:
-        """Add one memory."""
-        return self._run(self.store.add(content, metadata))
+        Args:
+            query: any text.
+            options: ``{"max_search_results": n}`` caps the hits for this call.
+            filter: metadata conditions (``Capability.FILTER``).
+            created_after: only memories created at or after this time (``Capability.FILTER``).
+            created_before: only memories created before this time (``Capability.FILTER``).
+            max_search_results: the same cap as in ``options``, as a keyword; give one or the
+                other.
 
-    def add_many(self, items: Iterable[tuple[str, JsonObject | None]]) -> list[AddResult]:
-        """Add several memories in one batch."""
-        result: list[AddResult] = self._run(self._extra("add_many", None)(items))
+        Raises:
+            InvalidArgumentError: ``options`` is not a mapping, the cap is given both ways, or
+                a filter is given to a store without ``Capability.FILTER``.
+        """
+        options = _search_options(options, max_search_results)
+        bounds = self._bounds(filter, created_after, created_before)
+        return self._run(self.store, self.store.search(query, options, **bounds))
+
+    def add(
+        self,
+        content: str,
+        metadata: JsonObject | None = None,
+        *,
+        ttl: float | timedelta | None = None,
+        expires_at: Moment = None,
+    ) -> AddResult:
+        """Add one memory; ``ttl`` or ``expires_at`` need ``Capability.EXPIRY``."""
+        expiry = self._optional(Capability.EXPIRY, ttl=ttl, expires_at=expires_at)
+        return self._run(self.store, self.store.add(content, metadata, **expiry))
+
+    def add_many(
+        self,
+        items: Iterable[tuple[str, JsonObject | None]],
+        *,
+        ttl: float | timedelta | None = None,
+    ) -> AddResults:
+        """Add several memories in one batch; ``ttl`` needs ``Capability.EXPIRY``."""
+        expiry = self._optional(Capability.EXPIRY, ttl=ttl)
+        result: AddResults = self._call("add_many", None, items, **expiry)
+        return result
+
+    def import_records(self, records: Iterable[MemoryRecord]) -> int:
+        """Store copies of memories, keeping their ids; return how many were new."""
+        result: int = self._call("import_records", None, records)
         return result
 
     def get(self, memory_id: str) -> MemoryRecord | None:
         """Return one memory by id, or ``None``."""
-        result: MemoryRecord | None = self._run(self._extra("get", Capability.GET)(memory_id))
+        result: MemoryRecord | None = self._call("get", Capability.GET, memory_id)
         return result
 
-    def delete(self, memory_id: str) -> bool:
-        """Forget one memory; return whether it existed."""
-        result: bool = self._run(self._extra("delete", Capability.DELETE)(memory_id))
+    def update(
+        self,
+        memory_id: str,
+        *,
+        content: str | None = None,
+        metadata: JsonObject | None = None,
+        reason: str | None = None,
+    ) -> MemoryRecord | None:
+        """Change a memory's content and/or metadata; ``None`` if there is no such memory."""
+        result: MemoryRecord | None = self._call(
+            "update",
+            Capability.UPDATE,
+            memory_id,
+            content=content,
+            metadata=metadata,
+            reason=reason,
+        )
         return result
 
-    def list(self, *, offset: int = 0, limit: int | None = None) -> list[MemoryRecord]:
-        """Return memories oldest first."""
-        method = self._extra("list", Capability.LIST)
-        result: list[MemoryRecord] = self._run(method(offset=offset, limit=limit))
+    def delete(self, memory_id: str, *, reason: str | None = None) -> bool:
+        """Forget one memory; return whether it existed. ``reason`` needs history."""
+        why = self._optional(Capability.HISTORY, reason=reason)
+        result: bool = self._call("delete", Capability.DELETE, memory_id, **why)
         return result
 
-    def count(self) -> int:
-        """Return how many memories the store holds."""
-        result: int = self._run(self._extra("count", Capability.COUNT)())
+    def delete_many(self, memory_ids: Iterable[str], *, reason: str | None = None) -> int:
+        """Forget every memory whose id is given; return how many. ``reason`` needs history."""
+        why = self._optional(Capability.HISTORY, reason=reason)
+        result: int = self._call("delete_many", Capability.DELETE, memory_ids, **why)
         return result
+
+    def clear(self) -> int:
+        """Forget every memory the store (or scope) holds; return how many."""
+        result: int = self._call("clear", Capability.CLEAR)
+        return result
+
+    def list(
+        self,
+        *,
+        offset: int = 0,
+        limit: int | None = None,
+        filter: Filter = None,
+        created_after: Moment = None,
+        created_before: Moment = None,
+    ) -> Records:
+        """Return memories oldest first; the filter keywords need ``Capability.FILTER``."""
+        bounds = self._bounds(filter, created_after, created_before)
+        result: Records = self._call("list", Capability.LIST, offset=offset, limit=limit, **bounds)
+        return result
+
+    def count(
+        self, *, filter: Filter = None, created_after: Moment = None, created_before: Moment = None
+    ) -> int:
+        """Return how many memories match; the keywords need ``Capability.FILTER``."""
+        bounds = self._bounds(filter, created_after, created_before)
+        result: int = self._call("count", Capability.COUNT, **bounds)
+        return result
+
+    def history(self, memory_id: str) -> Versions:
+        """Return the versions that updates, deletion or expiry replaced, oldest first."""
+        result: Versions = self._call("history", Capability.HISTORY, memory_id)
+        return result
+
+    def setup(self) -> None:
+        """Run the store's ``setup()``; a store without one needs none, and nothing runs."""
+        self._prepare("setup")
+
+    def initialize(self) -> None:
+        """Run the store's ``initialize()``, which the Strands protocol makes optional."""
+        self._prepare("initialize")
+
+    def scope(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        name: str | None = None,
+    ) -> SyncStore:
+        """Return a facade over the store's view of one user, agent or session.
+
+        The view's facade shares this one's event loop: closing either closes both, and
+        every store either ran a call on (see :meth:`close`). Needs ``Capability.SCOPE``.
+        """
+        scoped = self._method("scope", Capability.SCOPE)
+        view = SyncStore(
+            scoped(user_id=user_id, agent_id=agent_id, session_id=session_id, name=name)
+        )
+        view._runner, view._used = self._runner, self._used
+        return view
 
     def close(self) -> None:
-        """Close the store if it has an async ``aclose()``, then the event loop.
+        """Close every store this facade or its views ran a call on, then the event loop.
 
-        The store is closed only if this object ran a call on it since the last ``close``, so
-        closing an unused facade does nothing. Stores reopen on next use: the store, and this
-        object, stay usable afterwards.
+        A store is closed with its async ``aclose()``, if it has one, and only if a call ran
+        on it since the last ``close``, so closing an unused facade does nothing. Stores
+        reopen on next use: the stores, and this object, stay usable afterwards.
         """
         try:
-            aclose = getattr(self.store, "aclose", None)
             # Inside a running loop this object can run nothing, aclose() included.
-            if self._used and not _in_running_loop() and inspect.iscoroutinefunction(aclose):
-                self._used = False
-                # On this loop, so that what the store bound to it is released before it closes.
-                self._runner.run(aclose())
+            while self._used and not _in_running_loop():
+                aclose = getattr(self._used.pop(0), "aclose", None)
+                if inspect.iscoroutinefunction(aclose):
+                    # On this loop, so that what the store bound to it is released before it
+                    # closes.
+                    self._runner.run(aclose())
         finally:
             self._runner.close()
 
@@ -98,18 +235,62 @@ class SyncStore:
     ) -> None:
         self.close()
 
-    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        self._used = True
+    def _run(self, store: MemoryStore, coro: Coroutine[Any, Any, T]) -> T:
+        if not any(used is store for used in self._used):
+            self._used.append(store)
         return self._runner.run(coro)
 
-    def _extra(self, method: str, capability: Capability | None) -> Any:
-        declared: frozenset[Capability] = getattr(self.store, "capabilities", frozenset())
+    def _call(self, method: str, capability: Capability | None, *args: Any, **kwargs: Any) -> Any:
+        return self._run(self.store, self._method(method, capability)(*args, **kwargs))
+
+    def _prepare(self, method: str) -> None:
+        prepare = getattr(self.store, method, None)
+        if prepare is not None:
+            self._run(self.store, prepare())
+
+    def _method(self, method: str, capability: Capability | None) -> Any:
         function = getattr(self.store, method, None)
-        if function is None or (capability is not None and capability not in declared):
-            raise InvalidArgumentError(
-                f"store '{self.store.name}' ({type(self.store).__name__}) does not support {method}"
-            )
+        if function is None or (capability is not None and capability not in self._declared()):
+            raise InvalidArgumentError(f"{self._describe()} does not support {method}")
         return function
+
+    def _optional(self, capability: Capability, **arguments: Any) -> dict[str, Any]:
+        """Return the arguments that were given, refused unless ``capability`` is declared."""
+        given = {key: value for key, value in arguments.items() if value is not None}
+        if given and capability not in self._declared():
+            raise InvalidArgumentError(
+                f"{self._describe()} does not support {', '.join(given)} "
+                f"(it does not declare Capability.{capability.name})"
+            )
+        return given
+
+    def _bounds(self, filter: Filter, after: Moment, before: Moment) -> dict[str, Any]:
+        return self._optional(
+            Capability.FILTER, filter=filter, created_after=after, created_before=before
+        )
+
+    def _declared(self) -> frozenset[Capability]:
+        return frozenset(getattr(self.store, "capabilities", ()))
+
+    def _describe(self) -> str:
+        return f"store '{self.store.name}' ({type(self.store).__name__})"
+
+
+def _search_options(
+    options: Mapping[str, Any] | None, max_search_results: int | None
+) -> Mapping[str, Any] | None:
+    if options is not None and not isinstance(options, Mapping):
+        raise InvalidArgumentError(
+            "search options must be a mapping such as {'max_search_results': 3}, "
+            f"got {options!r}; or pass max_search_results=3"
+        )
+    if max_search_results is None:
+        return options
+    if options is not None and "max_search_results" in options:
+        raise InvalidArgumentError(
+            "search got max_search_results both as a keyword and in options; give it once"
+        )
+    return {**(options or {}), "max_search_results": max_search_results}
 
 
 def _in_running_loop() -> bool:

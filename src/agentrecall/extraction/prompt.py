@@ -50,12 +50,13 @@ def render_transcript(messages: Sequence[Message]) -> str:
 def parse_results(answer: str) -> list[ExtractionResult]:
     """Read the memories out of a model's answer, tolerating prose and code fences around it.
 
-    The JSON array is taken from the first ``[`` to the last ``]``. No array, invalid JSON or
-    a value that is not an array yields ``[]`` with a warning. Of the array's items, objects
-    with a string ``content`` that is not blank after stripping are kept (stripped); anything
-    else is dropped. An item's ``metadata`` is kept when it is a JSON object and dropped
-    otherwise (the reference keeps any value, which a store's ``add`` then refuses and the
-    batch fails for good).
+    The JSON array is taken from the first ``[`` to the last ``]``. No array or invalid JSON
+    yields ``[]`` with a warning. Each item of the array is one memory, in order, when it is
+    either a string or an object with a string ``content``, and that text is not blank after
+    stripping (it is kept stripped). Any other item is skipped, and one warning per answer
+    says how many were skipped and shows the first. An object's ``metadata`` is kept when it
+    is a JSON object and dropped otherwise (the reference keeps any value, which a store's
+    ``add`` then refuses and the batch fails for good).
     """
     start, end = answer.find("["), answer.rfind("]")
     if start < 0 or end < start:
@@ -66,16 +67,31 @@ def parse_results(answer: str) -> list[ExtractionResult]:
     except ValueError as error:
         logger.warning("extraction answer is not valid JSON (%s); nothing extracted", error)
         return []
-    if not isinstance(items, list):
-        return []
-    results = []
+    results, skipped = [], []
     for item in items:
-        if not isinstance(item, Mapping) or not isinstance(item.get("content"), str):
-            continue
-        content = item["content"].strip()
-        if content:
-            metadata = item.get("metadata")
-            results.append(
-                ExtractionResult(content, dict(metadata) if isinstance(metadata, dict) else None)
-            )
+        result = _result(item)
+        if result is None:
+            skipped.append(item)
+        else:
+            results.append(result)
+    if skipped:
+        logger.warning(
+            "extraction answer: skipped %d of %d items that are neither a non-blank string nor "
+            "an object with a non-blank string content; the first is %.200r",
+            len(skipped),
+            len(items),
+            skipped[0],
+        )
     return results
+
+
+def _result(item: object) -> ExtractionResult | None:
+    if isinstance(item, str):
+        return ExtractionResult(item.strip()) if item.strip() else None
+    if not isinstance(item, Mapping) or not isinstance(item.get("content"), str):
+        return None
+    content = item["content"].strip()
+    if not content:
+        return None
+    metadata = item.get("metadata")
+    return ExtractionResult(content, dict(metadata) if isinstance(metadata, dict) else None)

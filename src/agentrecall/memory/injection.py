@@ -14,7 +14,8 @@ The rendered block looks like this (no trailing newline)::
 
 Memories are data, not instructions: entry text escapes ``&``, ``<`` and ``>``, and the
 ``source`` attribute also escapes both quote characters, so no stored content or store name can
-close an entry, close the block or open a forged one.
+close an entry, close the block or open a forged one. This holds after NFKC normalisation too,
+and the block is well-formed XML for any content (see :mod:`agentrecall.memory.escaping`).
 
 Messages may be OpenAI style (``content`` a string or a list of ``{"type": ...}`` parts) or
 Strands style (``content`` a list of blocks such as ``{"text": ...}`` or ``{"toolResult": ...}``).
@@ -30,6 +31,7 @@ from typing import Any, Literal, TypeVar
 
 from agentrecall._internal.options import coerce_config
 from agentrecall.errors import InvalidArgumentError
+from agentrecall.memory.escaping import escape_attribute, escape_text
 from agentrecall.messages import Message, is_user_turn, message_text
 from agentrecall.types import MemoryEntry
 
@@ -135,17 +137,6 @@ def default_query(messages: Sequence[Message]) -> str | None:
     if chosen is None:
         return None
     return message_text(chosen).strip() or None
-
-
-def escape_text(text: str) -> str:
-    """Escape ``&``, ``<`` and ``>`` for use as element text (quotes stay as they are)."""
-    # "&" goes first so the entities produced by the later replacements stay intact.
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def escape_attribute(text: str) -> str:
-    """Escape text for use inside a double- or single-quoted attribute value."""
-    return escape_text(text).replace('"', "&quot;").replace("'", "&#39;")
 
 
 def render_memory(entries: Sequence[MemoryEntry]) -> str:

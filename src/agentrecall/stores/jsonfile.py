@@ -240,6 +240,20 @@ class JsonFileStore:
         """Return how many memories the store holds."""
         return len(await self._offload(self._list_blocking, 0, None))
 
+    async def aclose(self) -> None:
+        """Drop the records cached from the file; the next call reads the file again.
+
+        The store holds no open file between calls, so nothing else needs releasing; it stays
+        usable. ``async with store:`` calls this on leaving the block.
+        """
+        await self._offload(self._forget_blocking)
+
+    async def __aenter__(self) -> JsonFileStore:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
     def _check_writable(self) -> None:
         if not self.writable:
             raise InvalidArgumentError(
@@ -258,6 +272,10 @@ class JsonFileStore:
         records = [] if data is None else parse_records(data, self._storage.describe(self._key))
         self._records = RecordSet(records, version)
         return self._records
+
+    def _forget_blocking(self) -> None:
+        with self._mutex:
+            self._records = None
 
     def _search_blocking(self, tokens: frozenset[str], limit: int) -> EntryList:
         with self._mutex:

@@ -1,4 +1,4 @@
-"""The store contract every store keeps: search and add, and the basic capabilities."""
+"""The store contract every store keeps: search, add and closing, and the basic capabilities."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from agentrecall.types import MemoryRecord
 
 
 class CoreContract(ContractBase):
-    """Search and add on every store; get, delete, list, count and add_many where declared."""
+    """Search, add and closing on every store; get, delete, list, count, add_many if declared."""
 
     # --- core: every store ----------------------------------------------------------------
 
@@ -200,6 +200,25 @@ class CoreContract(ContractBase):
         reopened = make_store("kept")
         assert [hit.id for hit in await reopened.search("remembered")] == [first.id]
         assert (await reopened.add("Remembered across instances")).id == first.id
+
+    @pytest.mark.asyncio
+    async def test_core_async_with_closes_the_store_and_it_stays_usable(self, store: Any) -> None:
+        """``async with`` gives the store itself and leaves through ``aclose()``.
+
+        A closed store reopens on its next call, closing twice is harmless, and the block's
+        error still propagates after the close.
+        """
+        async with store as entered:
+            assert entered is store
+            first = await store.add("Likes green tea")
+        assert [hit.id for hit in await store.search("tea")] == [first.id]
+        await store.aclose()
+        await store.aclose()
+        with pytest.raises(LookupError, match="raised in the block"):
+            async with store:
+                await store.add("Owns a red bicycle")
+                raise LookupError("raised in the block")
+        assert contents_of(await store.search("bicycle")) == ["Owns a red bicycle"]
 
     # --- GET ------------------------------------------------------------------------------
 

@@ -19,9 +19,11 @@ The suite needs pytest and pytest-asyncio; each async test carries an explicit
 ``pytest.mark.asyncio``, so it runs in pytest-asyncio's strict mode as well as in auto mode.
 Importing this module imports pytest, which is why :mod:`agentrecall.testing` never does.
 
-Tests beyond ``search`` and ``add`` run only on stores declaring the matching
-:class:`~agentrecall.stores.base.Capability` in their ``capabilities`` attribute; the others are
-skipped with a reason naming the store and the missing capability. The tests of each capability
+Every store must also close with ``aclose()`` and work as ``async with store:`` (a closed
+store reopens on its next call). Tests beyond ``search``, ``add`` and closing run only on
+stores declaring the matching :class:`~agentrecall.stores.base.Capability` in their
+``capabilities`` attribute; the others are skipped with a reason naming the store and the
+missing capability. The tests of each capability
 are in their own section below and start with its name (``test_update_...``).
 """
 

@@ -178,8 +178,18 @@ class SQLiteStore:
         await self.setup()
 
     async def aclose(self) -> None:
-        """Close the database connection (reopened on next use)."""
+        """Close the database connection, shared with the scope views (reopened on next use).
+
+        Indexes what is still waiting for the full-text index first; the last connection to
+        the file to close also folds the WAL back into it. Closing twice is harmless.
+        """
         await self._offload(self._db.close)
+
+    async def __aenter__(self) -> SQLiteStore:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     async def add(
         self,
