@@ -140,3 +140,18 @@ async def test_only_temp_files_of_dead_or_long_gone_writers_of_this_file_are_rem
     finally:
         alive.kill()
         alive.wait(timeout=CHILD_TIMEOUT)
+
+
+async def test_delete_removes_every_record_of_an_id_a_hand_edited_file_holds_twice(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "edited.json"
+    twice = {"id": "twice", "content": "copied by hand", "createdAt": "2024-01-01T00:00:00.000Z"}
+    other = {"id": "other", "content": "left alone", "createdAt": "2024-01-02T00:00:00.000Z"}
+    path.write_text(json.dumps([twice, other, {**twice, "content": "pasted again"}], indent=2))
+    store = JsonFileStore(name="edited", path=path)
+
+    assert await store.delete("twice") is True
+    assert [r["id"] for r in _records(path)] == ["other"]
+    assert await store.get("twice") is None
+    assert await store.delete("twice") is False

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from agentrecall._internal.filelock import acquire_lock_file, release_lock_file
+from agentrecall._internal.text import has_surrogate
 from agentrecall.errors import StorageError
 from agentrecall.storage.base import (
     SearchHits,
@@ -155,7 +156,11 @@ class LocalFileStorage:
             raise StorageError(f"cannot delete '{path}': {error.strerror or error}") from error
 
     def list_blocking(self, prefix: str = "") -> list[str]:
-        """Return the keys starting with ``prefix``, sorted, leaving out private files."""
+        """Return the keys starting with ``prefix``, sorted, leaving out private files.
+
+        Files whose paths are not valid Unicode (bytes the file system encoding cannot
+        decode) are left out too: no key names them.
+        """
         wanted = normalize_prefix(prefix)
         start = self.base_dir
         # Walk only the deepest directory the prefix names, not the whole tree.
@@ -171,7 +176,8 @@ class LocalFileStorage:
                         continue
                     relative = os.path.relpath(os.path.join(root, name), self.base_dir)
                     key = relative.replace(os.sep, "/")
-                    if key.startswith(wanted):
+                    # A path that is not valid Unicode (undecodable bytes) cannot be a key.
+                    if key.startswith(wanted) and not has_surrogate(key):
                         keys.append(key)
         except OSError as error:
             raise StorageError(f"Failed to list keys with prefix '{prefix}'") from error

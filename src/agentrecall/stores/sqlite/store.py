@@ -6,10 +6,23 @@ import copy
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Any, ClassVar, TypeVar
 
-from agentrecall._internal.checks import check_item, check_items, check_limit, seconds
+from agentrecall._internal.checks import (
+    check_busy_timeout,
+    check_content,
+    check_id,
+    check_ids,
+    check_item,
+    check_items,
+    check_limit,
+    check_offset,
+    check_optional_text,
+    check_pairs,
+    check_record,
+    seconds,
+)
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall._internal.ids import new_time_ordered_ids
 from agentrecall._internal.jsonencode import compact_encoder
@@ -26,6 +39,7 @@ from agentrecall.stores.sqlite.query import (
     Scope,
     content_hash,
     content_key,
+    expiry_after,
     query_terms,
     timestamp,
 )
@@ -126,12 +140,14 @@ class SQLiteStore:
             path: the database file; default ``$AGENTRECALL_HOME/memory/<name>.db``.
             name: the store's name, unique within a manager.
             description: what the store holds, shown to a model next to its name.
-            max_search_results: hits per search when the caller gives no limit (default 10).
+            max_search_results: hits per search when the caller gives no limit (default 10);
+                an integer from 1 to 2**63 - 1 (larger ones are refused, not clamped).
             writable: whether writes are allowed.
             extraction: fact-extraction setting, kept as given for a memory manager.
-            ttl: default lifetime of new memories (seconds or ``timedelta``); ``None`` keeps
-                them until deleted.
-            busy_timeout: seconds to wait for another process's write before retrying.
+            ttl: default lifetime of new memories (seconds or ``timedelta``, positive and
+                finite); ``None`` keeps them until deleted.
+            busy_timeout: seconds to wait for another process's write before retrying: a
+                number above 0, at most 2147483 (about 24 days, SQLite's limit).
             fsync: ``True`` (the default): a write is on the disk before it returns, and survives
                 a power loss. ``False``: it is handed to the operating system before it
                 returns, and survives a crash of the process but maybe not of the machine;
@@ -163,7 +179,7 @@ class SQLiteStore:
             component=COMPONENT,
             migrations=MIGRATIONS,
             what="memory database",
-            busy_timeout=busy_timeout,
+            busy_timeout=check_busy_timeout(busy_timeout),
             functions={
                 "agentrecall_content_hash": content_hash,
                 "agentrecall_content_key": content_key,
@@ -225,8 +241,10 @@ class SQLiteStore:
         Args:
             content: the memory, stored verbatim.
             metadata: a JSON object, or ``None``.
-            ttl: lifetime of this memory, overriding the store's default.
-            expires_at: when this memory expires (aware datetime or ISO 8601 string).
+            ttl: lifetime of this memory, overriding the store's default; one that would end
+                past the year 9999 is refused.
+            expires_at: when this memory expires: an aware datetime, an ISO 8601 date
+                (midnight UTC) or an ISO 8601 time with an offset; naive times are refused.
         """
         expiry = self._expiry(ttl, expires_at)
         self._check_writable()
@@ -248,7 +266,7 @@ class SQLiteStore:
         """
         self._check_writable()
         expiry = self._expiry(ttl, None)
-        batch = list(items)
+        batch = check_pairs(items)
         if not batch:
             return []
         # A batch larger than a chunk is checked in the worker, chunk by chunk, while SQLite
@@ -293,8 +311,10 @@ class SQLiteStore:
             query: any text; one without searchable words finds nothing.
             options: ``{"max_search_results": n}`` caps the hits for this call.
             filter: metadata conditions (see :mod:`agentrecall.retrieval.filters`).
-            created_after: only memories created at or after this time.
-            created_before: only memories created before this time.
+            created_after: only memories created at or after this time: an aware datetime,
+                an ISO 8601 date (``2025-01-31``, midnight UTC) or an ISO 8601 time with an
+                offset (``2025-01-31T09:30:00Z``); naive times are refused.
+            created_before: only memories created before this time, in the same forms.
         """
         requested = None if options is None else options.get("max_search_results")
         check_limit(requested, "max_search_results")
@@ -319,7 +339,12 @@ class SQLiteStore:
         )
 
     async def get(self, memory_id: str) -> MemoryRecord | None:
-        """Return the memory with ``memory_id`` in this scope, or ``None``."""
+        """Return the memory with ``memory_id`` in this scope, or ``None``.
+
+        Raises:
+            InvalidArgumentError: ``memory_id`` is not a string.
+        """
+        check_id(memory_id)
         where, params = self._conditions(None, None, None)
         rows = await self._read(
             f"SELECT {_RECORD_COLUMNS} FROM memories AS m WHERE m.id = ? AND {where}",
@@ -340,24 +365,38 @@ class SQLiteStore:
         Returns the updated memory, or ``None`` if this scope holds no memory with that id.
 
         Raises:
-            InvalidArgumentError: blank content, metadata that is not a JSON object, or
-                content equal to another memory of the same scope.
+            InvalidArgumentError: ``memory_id`` or ``reason`` is not a string, blank content,
+                metadata that is not a JSON object, or content equal to another memory of the
+                same scope.
         """
         self._check_writable()
-        if content is not None and (not isinstance(content, str) or not content.strip()):
-            raise InvalidArgumentError("content must be a non-blank string")
+        check_id(memory_id)
+        check_optional_text(reason, "reason")
+        if content is not None:
+            check_content(content, "content")
         if metadata is not None:
             check_json_object(metadata, "metadata")
         return await self._offload(self._update_blocking, memory_id, content, metadata, reason)
 
     async def delete(self, memory_id: str, *, reason: str | None = None) -> bool:
-        """Forget one memory (its history keeps it); return whether it existed."""
+        """Forget one memory (its history keeps it); return whether it existed.
+
+        Raises:
+            InvalidArgumentError: ``memory_id`` or ``reason`` is not a string.
+        """
+        check_id(memory_id)
         return await self.delete_many([memory_id], reason=reason) == 1
 
     async def delete_many(self, memory_ids: Iterable[str], *, reason: str | None = None) -> int:
-        """Forget every memory of this scope whose id is given; return how many."""
+        """Forget every memory of this scope whose id is given; return how many.
+
+        Raises:
+            InvalidArgumentError: ``memory_ids`` is a single string rather than an iterable of
+                ids, an id is not a string (its index is given), or ``reason`` is not a string.
+        """
         self._check_writable()
-        ids = list(dict.fromkeys(memory_ids))
+        check_optional_text(reason, "reason")
+        ids = list(dict.fromkeys(check_ids(memory_ids)))
         if not ids:
             return 0
         return await self._offload(self._remove_blocking, ids, "delete", reason)
@@ -376,9 +415,13 @@ class SQLiteStore:
         created_after: datetime | str | None = None,
         created_before: datetime | str | None = None,
     ) -> RecordList:
-        """Return memories oldest first, skipping ``offset`` and returning at most ``limit``."""
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise InvalidArgumentError(f"offset must be an integer of at least 0, got {offset!r}")
+        """Return memories oldest first, skipping ``offset`` and returning at most ``limit``.
+
+        Raises:
+            InvalidArgumentError: ``offset`` is not an integer from 0 to 2**63 - 1, ``limit``
+                not ``None`` or an integer from 1 to 2**63 - 1, or a bound or filter is unusable.
+        """
+        check_offset(offset)
         check_limit(limit, "limit")
         where, params = self._conditions(filter, created_after, created_before)
         rows = await self._read(
@@ -401,7 +444,12 @@ class SQLiteStore:
         return int(rows[0][0])
 
     async def history(self, memory_id: str) -> Versions:
-        """Return the versions that updates, deletion or expiry replaced, oldest first."""
+        """Return the versions that updates, deletion or expiry replaced, oldest first.
+
+        Raises:
+            InvalidArgumentError: ``memory_id`` is not a string.
+        """
+        check_id(memory_id)
         where, params = self._scope.where("h")
         rows = await self._read(
             "SELECT h.content, h.metadata, h.changed_at, h.change, h.reason "
@@ -419,23 +467,14 @@ class SQLiteStore:
             )
 
     def _import_row(self, index: int, record: MemoryRecord) -> ImportRow:
-        where = f"record {index}"
-        if not isinstance(record, MemoryRecord):
-            raise InvalidArgumentError(f"{where} must be a MemoryRecord, got {record!r}")
-        if not isinstance(record.id, str) or not record.id.strip():
-            raise InvalidArgumentError(f"{where}: id must be a non-blank string")
-        if not isinstance(record.content, str) or not record.content.strip():
-            raise InvalidArgumentError(f"{where} ({record.id}): content must be a non-blank string")
-        if record.metadata is not None:
-            check_json_object(record.metadata, f"{where} ({record.id}): metadata")
+        where = check_record(index, record)
         for field in ("created_at", "updated_at", "expires_at"):
             value = getattr(record, field)
             if (value is not None or field == "created_at") and not (
                 isinstance(value, str) and STORED_TIME.fullmatch(value)
             ):
                 raise InvalidArgumentError(
-                    f"{where} ({record.id}): {field} must look like 2025-01-31T09:30:00.000Z, "
-                    f"got {value!r}"
+                    f"{where}: {field} must look like 2025-01-31T09:30:00.000Z, got {value!r}"
                 )
         metadata = record.metadata
         return (
@@ -458,7 +497,7 @@ class SQLiteStore:
         lifetime = seconds(ttl, "ttl") or self._ttl
         if lifetime is None:
             return None
-        return timestamp(datetime.now(timezone.utc) + timedelta(seconds=lifetime), "ttl")
+        return expiry_after(lifetime, "ttl")
 
     def _conditions(
         self,
