@@ -23,7 +23,7 @@ MAX_BUSY_TIMEOUT = 2_147_483
 
 
 def check_limit(value: object, argument: str) -> None:
-    """Refuse anything but ``None`` or an integer from 1 to ``MAX_COUNT`` (booleans included)."""
+    """Refuse anything but ``None`` or an integer from 1 to ``MAX_COUNT`` (booleans are refused)."""
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_COUNT:
@@ -33,7 +33,7 @@ def check_limit(value: object, argument: str) -> None:
 
 
 def check_offset(value: object, argument: str = "offset") -> None:
-    """Refuse anything but an integer from 0 to ``MAX_COUNT`` (booleans included)."""
+    """Refuse anything but an integer from 0 to ``MAX_COUNT`` (booleans are refused)."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
         raise InvalidArgumentError(
             f"{argument} must be an integer from 0 to {MAX_COUNT}, got {_shown(value)}"
