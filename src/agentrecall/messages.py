@@ -21,6 +21,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from agentrecall._internal.text import check_text, has_surrogate
 from agentrecall.errors import InvalidArgumentError
 
 Message = Mapping[str, Any]
@@ -35,7 +36,8 @@ def check_message(message: object, index: int, argument: str = "messages") -> No
     """Raise ``InvalidArgumentError`` naming ``argument[index]`` unless ``message`` is usable.
 
     Usable: a mapping with a known ``role`` and a ``content`` that is a string, ``None``, absent,
-    or a list of mappings (content parts or blocks).
+    or a list of mappings (content parts or blocks). The content's text (a string content, the
+    ``text`` of its parts or blocks) must be valid Unicode: a lone surrogate is refused.
     """
     # Exact-type checks first: every message of every write passes here, and the ABC check
     # behind isinstance(..., Mapping) costs several times more than a plain dict's type test.
@@ -49,7 +51,11 @@ def check_message(message: object, index: int, argument: str = "messages") -> No
             f"{argument}[{index}] has role {role!r}; expected one of {', '.join(ROLES)}"
         )
     content = message.get("content")
-    if content is None or type(content) is str:
+    if content is None:
+        return
+    if type(content) is str:
+        if has_surrogate(content):
+            check_text(content, f"{argument}[{index}] content")
         return
     if not isinstance(content, list):
         raise InvalidArgumentError(
@@ -62,6 +68,9 @@ def check_message(message: object, index: int, argument: str = "messages") -> No
                 f"{argument}[{index}] content[{position}] must be a mapping, "
                 f"got {type(block).__name__}"
             )
+        text = block.get("text")
+        if isinstance(text, str) and has_surrogate(text):
+            check_text(text, f"{argument}[{index}] content[{position}] text")
 
 
 def role_of(message: Message) -> str:

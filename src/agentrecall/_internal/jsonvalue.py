@@ -6,6 +6,7 @@ import math
 import sys
 from typing import Any
 
+from agentrecall._internal.text import has_surrogate, surrogate_problem
 from agentrecall.errors import InvalidArgumentError
 
 MAX_DEPTH = 100
@@ -23,16 +24,22 @@ def check_json_object(value: Any, argument: str) -> None:
     Allowed: ``dict`` with ``str`` keys, ``list``, ``str``, ``int``, finite ``float``, ``bool`` and
     ``None``, nested at most ``MAX_DEPTH`` levels. Tuples, sets, bytes, non-string keys, NaN and
     infinities are refused because they would not read back as written (or not at all, in other
-    JSON readers).
+    JSON readers); strings and keys holding a lone surrogate because UTF-8 cannot encode them.
+    The message names the first value at fault by its path, e.g. ``metadata['tags'][2]``.
     """
     if not isinstance(value, dict):
         raise InvalidArgumentError(
             f"{argument} must be a JSON object (a dict), got {type(value).__name__}"
         )
     # Most metadata is a flat object of strings: it passes without the walk below, which a
-    # bulk import would pay for every memory.
+    # bulk import would pay for every memory (``isascii`` reads a flag, it does not scan).
     for key, child in value.items():
-        if type(key) is not str or type(child) is not str:
+        if (
+            type(key) is not str
+            or type(child) is not str
+            or (not key.isascii() and has_surrogate(key))
+            or (not child.isascii() and has_surrogate(child))
+        ):
             break
     else:
         return
@@ -49,17 +56,16 @@ def _first_problem(value: Any, where: str) -> str | None:
     while stack:
         item, trail, depth = stack.pop()
         kind = type(item)
-        if kind is str or kind is bool or item is None:
+        if kind is bool or item is None or (kind is str and item.isascii()):
             continue
         if isinstance(item, (dict, list)) and depth > MAX_DEPTH:
             return f"{_path(where, trail)} nests deeper than {MAX_DEPTH} levels"
         if isinstance(item, dict):
             for key, child in item.items():
-                if type(key) is not str and not isinstance(key, str):
-                    return (
-                        f"{_path(where, trail)} has a key {key!r} that is not a string; "
-                        "JSON keys are strings"
-                    )
+                if type(key) is not str or not key.isascii():
+                    problem = _key_problem(key, trail, where)
+                    if problem is not None:
+                        return problem
                 stack.append((child, (trail, key), depth + 1))
         elif isinstance(item, list):
             stack.extend((child, (trail, i), depth + 1) for i, child in enumerate(item))
@@ -82,9 +88,19 @@ def _path(where: str, trail: _Trail) -> str:
     return where + "".join(reversed(steps))
 
 
+def _key_problem(key: Any, trail: _Trail, where: str) -> str | None:
+    if not isinstance(key, str):
+        return (
+            f"{_path(where, trail)} has a key {key!r} that is not a string; JSON keys are strings"
+        )
+    if has_surrogate(key):
+        return surrogate_problem(key, f"{_path(where, trail)} has a key {key!r} that")
+    return None
+
+
 def _scalar_problem(item: Any, trail: _Trail, where: str) -> str | None:
-    if item is None or isinstance(item, (str, bool)):
-        return None
+    if isinstance(item, str):
+        return surrogate_problem(item, _path(where, trail)) if has_surrogate(item) else None
     if isinstance(item, int):
         if item.bit_length() > _MAX_INT_BITS:
             return f"{_path(where, trail)} is an integer too long to write as JSON text"

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, TypeVar, cast
 
-from agentrecall._internal.checks import seconds
+from agentrecall._internal.checks import check_optional_text, seconds
+from agentrecall._internal.text import check_text, has_surrogate
 from agentrecall.conversation.sessions import (
     MemorySessions,
     SessionBackend,
@@ -97,8 +98,10 @@ class BufferMemory:
     Messages may be OpenAI-style (``role``, ``content`` string or parts, ``tool_calls``,
     ``tool_call_id``) or Strands-style (``content`` blocks with ``text``, ``toolUse``,
     ``toolResult``). A message without a known role or with content of the wrong type is a
-    ``ValueError`` naming its index, and nothing of that write is stored. A persisted buffer
-    also needs messages that JSON can hold.
+    ``ValueError`` naming its index, and nothing of that write is stored. Text with a lone
+    surrogate (such as U+D800, which UTF-8 cannot encode) is refused in session ids, message
+    content, ``agent_name`` and ``tags``. A persisted buffer also needs messages that JSON can
+    hold as UTF-8 text, which rules out a lone surrogate anywhere in a message.
 
     Concurrency: a write replaces a session in one step, so concurrent writes to one session
     are serialized (the last one wins, whole); sessions never wait on each other beyond one
@@ -194,8 +197,7 @@ class BufferMemory:
             raise InvalidArgumentError("messages must be a list of message mappings")
         for index, message in enumerate(messages):
             check_message(message, index)
-        if agent_name is not None and not isinstance(agent_name, str):
-            raise InvalidArgumentError(f"agent_name must be a string, got {agent_name!r}")
+        check_optional_text(agent_name, "agent_name")
         checked_tags = _check_tags(tags)
         kept = keep_newest([m for m in messages if not is_system(m)], self.max_messages)
         await self._call(self._write_blocking, key, messages, kept, agent_name, checked_tags)
@@ -326,6 +328,7 @@ def _session_key(session_id: str | None) -> str:
         return DEFAULT_SESSION
     if not isinstance(session_id, str):
         raise InvalidArgumentError(f"session_id must be a string, got {session_id!r}")
+    check_text(session_id, "session_id")
     return session_id
 
 
@@ -344,6 +347,10 @@ def _check_tags(tags: Mapping[str, str] | None) -> dict[str, str] | None:
         isinstance(k, str) and isinstance(v, str) for k, v in tags.items()
     ):
         raise InvalidArgumentError(f"tags must map strings to strings, got {tags!r}")
+    for key, value in tags.items():
+        if has_surrogate(key) or has_surrogate(value):
+            check_text(key, "tags key")
+            check_text(value, f"tags[{key!r}]")
     return dict(tags)
 
 

@@ -7,8 +7,10 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from agentrecall._internal.checks import check_busy_timeout
 from agentrecall._internal.ids import new_id
 from agentrecall._internal.sqlite import Database, is_full
+from agentrecall._internal.text import has_surrogate
 from agentrecall.conversation.sessions import (
     SessionRecord,
     UnstorableMessage,
@@ -54,13 +56,14 @@ class SQLiteSessions:
     blocking = True
 
     def __init__(self, path: str, *, busy_timeout: float = 30.0) -> None:
+        """Configure the backend; ``busy_timeout`` is in seconds, above 0 (checked here)."""
         self.path = path
         self._db = Database(
             path,
             component="buffer",
             migrations=_MIGRATIONS,
             what="conversation database",
-            busy_timeout=busy_timeout,
+            busy_timeout=check_busy_timeout(busy_timeout),
         )
 
     def get(self, session_id: str) -> SessionRecord | None:
@@ -191,6 +194,13 @@ def _row(record: SessionRecord, path: str) -> tuple[Any, ...]:
         raise UnstorableMessage(
             position, f"'{path}' keeps messages as JSON and this one is not ({error})"
         ) from error
+    if has_surrogate(messages):
+        # Anywhere in a message (a tool call's arguments, say), not only in the text that
+        # check_message reads: SQLite takes only text UTF-8 can encode.
+        position = first_failure(record.messages, _utf8_json)
+        raise UnstorableMessage(
+            position, f"'{path}' keeps messages as UTF-8 text and this one holds a lone surrogate"
+        )
     return (
         record.session_id,
         record.entry_id or new_id(),
@@ -201,6 +211,10 @@ def _row(record: SessionRecord, path: str) -> tuple[Any, ...]:
         None if record.tags is None else json.dumps(record.tags, ensure_ascii=False),
         record.token_count,
     )
+
+
+def _utf8_json(message: Any) -> bytes:
+    return json.dumps(message, ensure_ascii=False).encode("utf-8")
 
 
 def _record(row: tuple[Any, ...]) -> SessionRecord:

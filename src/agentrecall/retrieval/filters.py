@@ -49,6 +49,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agentrecall._internal.text import check_text
 from agentrecall.errors import InvalidArgumentError
 
 __all__ = ["OPERATORS", "MetadataFilter", "check_filter", "matcher", "matches", "to_sql"]
@@ -259,10 +260,7 @@ def _check_text(text: str, where: str) -> None:
     # UTF-8: either would make SQL and Python disagree, so both are refused up front.
     if "\0" in text:
         raise InvalidArgumentError(f"{where} must not contain U+0000 (NUL)")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as error:
-        raise InvalidArgumentError(f"{where} is not valid Unicode text ({error.reason})") from None
+    check_text(text, where)
 
 
 # -------------------------------------------------------------------------------- in Python

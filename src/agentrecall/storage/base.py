@@ -7,6 +7,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from agentrecall._internal.text import has_surrogate
 from agentrecall.errors import StorageError
 
 Version = Hashable | None
@@ -88,7 +89,8 @@ def normalize_key(key: str) -> str:
     """Return ``key`` in canonical form or raise ``StorageError``.
 
     Runs of ``/`` collapse, ``.`` segments and outer slashes go (``//a/.//b/`` is ``a/b``);
-    backslashes, NUL characters, ``..`` segments and keys that end up empty are refused.
+    backslashes, NUL characters, lone surrogates (not valid Unicode), ``..`` segments and keys
+    that end up empty are refused.
     """
     normalized = _normalize(key)
     if not normalized:
@@ -109,6 +111,8 @@ def _normalize(key: str) -> str:
         raise StorageError(f"Invalid storage key '{key}': backslashes are not allowed")
     if "\0" in key:
         raise StorageError(f"Invalid storage key {key!r}: NUL characters are not allowed")
+    if has_surrogate(key):
+        raise StorageError(f"Invalid storage key {key!r}: it must be valid Unicode text")
     segments = [segment for segment in key.split("/") if segment not in ("", ".")]
     if ".." in segments:
         raise StorageError(f"Invalid storage key '{key}': '..' path segments are not allowed")

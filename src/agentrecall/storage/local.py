@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
+import sys
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from agentrecall._internal.filelock import acquire_lock_file
+from agentrecall._internal.filelock import acquire_lock_file, release_lock_file
+from agentrecall._internal.text import has_surrogate
 from agentrecall.errors import StorageError
 from agentrecall.storage.base import (
     SearchHits,
@@ -20,7 +23,10 @@ from agentrecall.storage.base import (
 from agentrecall.storage.keyword import keyword_search
 
 TEMP_PREFIX = ".__agentrecall_tmp_"
+"""Temp files are ``<TEMP_PREFIX><file name>.<writer's pid>.<random>.tmp``, beside the file."""
 LOCK_PREFIX = ".__agentrecall_lock_"
+STALE_TEMP_SECONDS = 3600.0
+"""A temp file this old is a dead writer's, whatever its process id says (ids are reused)."""
 # Files the storage keeps for itself, and the reference's own temp and index files.
 _PRIVATE_PREFIXES = (".__agentrecall_", ".__strands_")
 
@@ -33,7 +39,10 @@ class LocalFileStorage:
     * a write is atomic and durable: the bytes go to a temp file in the target directory, which
       is fsynced, renamed over the target, and the directory is fsynced, so after ``write``
       returns the new bytes survive a crash and a reader never sees a partial file;
-    * a failed write leaves the previous bytes and no temp file behind;
+    * a key whose file is a symbolic link is written through it: the link's target gets the
+      new bytes (and holds the lock, see :meth:`lock_blocking`), the link stays a link;
+    * a failed write leaves the previous bytes and no temp file behind; a killed writer's temp
+      file is removed by the next holder of the file's lock;
     * reading an absent key (or one below a regular file) gives ``None``; every other failure
       is a :class:`~agentrecall.errors.StorageError` naming the file, with the ``OSError`` chained.
 
@@ -87,12 +96,14 @@ class LocalFileStorage:
     def write_blocking(self, key: str, data: bytes) -> Version:
         """Write durably (see the class docstring) and return the new version."""
         path = self.path_of(key)
-        directory = os.path.dirname(path)
+        # Renaming over a symbolic link would replace the link, not the file it points to.
+        target = os.path.realpath(path)
+        directory, name = os.path.split(target)
         _ensure_directory(directory, path)
-        temp = os.path.join(directory, f"{TEMP_PREFIX}{uuid.uuid4().hex}")
+        temp = os.path.join(directory, _temp_name(name))
         try:
-            stamp = _next_mtime_ns(path)
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+            stamp = _next_mtime_ns(target)
+            fd = os.open(temp, _CREATE_FLAGS, 0o644)
             try:
                 view = memoryview(data)
                 while view:
@@ -102,7 +113,7 @@ class LocalFileStorage:
                 info = os.fstat(fd)
             finally:
                 os.close(fd)
-            os.replace(temp, path)
+            os.replace(temp, target)
             _fsync_directory(directory)
         except OSError as error:
             _remove_quietly(temp)
@@ -112,9 +123,15 @@ class LocalFileStorage:
 
     @contextmanager
     def lock_blocking(self, key: str) -> Iterator[None]:
-        """Hold the cross-process writers' lock of ``key`` (a sidecar file beside it)."""
+        """Hold the cross-process writers' lock of ``key``.
+
+        The lock is a sidecar file beside the key's file, or beside the file a symbolic link
+        points to, so every path to one file shares one lock. Once it is held, the temp files
+        of writers of that file that died (their process is gone, or the file is older than
+        :data:`STALE_TEMP_SECONDS`) are removed.
+        """
         path = self.path_of(key)
-        directory, name = os.path.split(path)
+        directory, name = os.path.split(os.path.realpath(path))
         _ensure_directory(directory, path)
         try:
             fd = acquire_lock_file(os.path.join(directory, f"{LOCK_PREFIX}{name}"))
@@ -123,9 +140,10 @@ class LocalFileStorage:
                 f"cannot write '{path}': cannot lock it ({error.strerror or error})"
             ) from error
         try:
+            _remove_stale_temps(directory, name)
             yield
         finally:
-            os.close(fd)
+            release_lock_file(fd)
 
     def delete_blocking(self, key: str) -> None:
         """Remove the key's file; an absent file is not an error."""
@@ -138,7 +156,11 @@ class LocalFileStorage:
             raise StorageError(f"cannot delete '{path}': {error.strerror or error}") from error
 
     def list_blocking(self, prefix: str = "") -> list[str]:
-        """Return the keys starting with ``prefix``, sorted, leaving out private files."""
+        """Return the keys starting with ``prefix``, sorted, leaving out private files.
+
+        Files whose paths are not valid Unicode (bytes the file system encoding cannot
+        decode) are left out too: no key names them.
+        """
         wanted = normalize_prefix(prefix)
         start = self.base_dir
         # Walk only the deepest directory the prefix names, not the whole tree.
@@ -154,7 +176,8 @@ class LocalFileStorage:
                         continue
                     relative = os.path.relpath(os.path.join(root, name), self.base_dir)
                     key = relative.replace(os.sep, "/")
-                    if key.startswith(wanted):
+                    # A path that is not valid Unicode (undecodable bytes) cannot be a key.
+                    if key.startswith(wanted) and not has_surrogate(key):
                         keys.append(key)
         except OSError as error:
             raise StorageError(f"Failed to list keys with prefix '{prefix}'") from error
@@ -216,13 +239,70 @@ def _next_mtime_ns(path: str) -> int:
 def _fsync_directory(directory: str) -> None:
     """Make a rename in ``directory`` durable; platforms that cannot open one skip it."""
     try:
-        fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(directory, os.O_RDONLY)
     except OSError:
         return
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+# Descriptors from os.open are not inherited by child processes (PEP 446); O_BINARY keeps
+# Windows from translating line ends.
+_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+
+_TEMP_TAIL = re.compile(r"(\d+)\.[0-9a-f]{16}\.tmp")
+
+
+def _temp_name(name: str) -> str:
+    """Return a new temp file name for the file ``name``: it names the file and its writer."""
+    return f"{TEMP_PREFIX}{_stem(name)}.{os.getpid()}.{uuid.uuid4().hex[:16]}.tmp"
+
+
+def _stem(name: str) -> str:
+    # Long names are cut so that the temp file's name stays within the 255 bytes a name may
+    # take on common file systems.
+    return name.encode("utf-8", "surrogateescape")[:150].decode("utf-8", "ignore")
+
+
+def _remove_stale_temps(directory: str, name: str) -> None:
+    """Remove the temp files of dead writers of the file ``name`` in ``directory``.
+
+    Only for a holder of the file's lock: every writer of ours holds it while its temp file
+    exists, so a temp file seen then belongs to a writer that was killed before it could
+    remove it. A process id that is still alive might be another process's by now; such a
+    file is kept until it is :data:`STALE_TEMP_SECONDS` old. Sweeping is a courtesy: a failure
+    to list or remove is ignored and the write goes on.
+    """
+    prefix = f"{TEMP_PREFIX}{_stem(name)}."
+    now = time.time()
+    try:
+        with os.scandir(directory) as entries:
+            temps = [entry for entry in entries if entry.name.startswith(prefix)]
+        for entry in temps:
+            tail = _TEMP_TAIL.fullmatch(entry.name[len(prefix) :])
+            if tail is None:
+                continue
+            old = now - entry.stat(follow_symlinks=False).st_mtime > STALE_TEMP_SECONDS
+            if old or _process_gone(int(tail.group(1))):
+                _remove_quietly(entry.path)
+    except OSError:
+        return
+
+
+def _process_gone(pid: int) -> bool:
+    """Whether no process with ``pid`` exists; ``False`` when that cannot be told."""
+    if sys.platform == "win32" or pid <= 0 or pid == os.getpid():
+        # On Windows, os.kill terminates the process instead of probing it.
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # it exists, but belongs to someone else
+        return False
+    return False
 
 
 def _remove_quietly(path: str) -> None:

@@ -8,12 +8,19 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
-from agentrecall._internal.checks import check_items, check_limit
+from agentrecall._internal.checks import (
+    check_id,
+    check_ids,
+    check_items,
+    check_limit,
+    check_offset,
+    check_record,
+)
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall._internal.ids import new_id
 from agentrecall._internal.jsoncopy import copy_json
-from agentrecall._internal.jsonvalue import check_json_object
 from agentrecall._internal.paths import agentrecall_home, sanitize_name
+from agentrecall._internal.text import check_text
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.retrieval.tokenize import tokenize
 from agentrecall.storage.base import BlockingStorage
@@ -51,6 +58,10 @@ class JsonFileStore:
       fsync of the directory. A crash never leaves a torn file.
     * No lost updates between processes: writers hold an exclusive lock on a sidecar file
       (``.__agentrecall_lock_<file name>``) for the whole read-modify-write.
+    * A path that is a symbolic link is written through: the file it points to gets the new
+      bytes and the lock sidecar, the link stays a link.
+    * A temp file is named ``.__agentrecall_tmp_<file name>.<pid>.<random>.tmp``; one left by a
+      killed writer is removed by the next write.
     * A file that cannot be parsed is reported with :class:`~agentrecall.errors.InvalidFileError`
       and never overwritten by any operation; that includes bytes that are not UTF-8.
     * Reads are cached until the file's identity (inode, size, mtime) changes: searching an
@@ -59,7 +70,10 @@ class JsonFileStore:
     * Memories added within the same millisecond rank newest first (the reference returns
       them oldest first, which contradicts its own newest-first rule).
     * ``metadata`` must be a JSON object of JSON values; anything else is refused before any
-      write, where the reference would write a file it then cannot read.
+      write, where the reference would write a file it then cannot read. Text with a lone
+      surrogate (such as U+D800, which UTF-8 cannot encode) is refused too, in content, ids
+      and metadata; a file in which another program wrote one as a JSON escape reads, and is
+      written back with the same escape.
     * ``get``, ``delete``, ``list``, ``count`` and the batch ``add_many``.
     * File I/O runs in worker threads, never on the event loop.
 
@@ -99,7 +113,8 @@ class JsonFileStore:
         Args:
             name: the store's name, unique within a manager; also names the default file.
             description: what the store holds, shown to a model next to its name.
-            max_search_results: hits per search when the caller gives no limit (default 10).
+            max_search_results: hits per search when the caller gives no limit (default 10);
+                an integer from 1 to 2**63 - 1 (larger ones are refused, not clamped).
             writable: whether ``add`` and ``delete`` are allowed.
             extraction: fact-extraction setting, kept as given for a memory manager.
             persist: ``False`` keeps the memories in this object only, never on disk.
@@ -149,7 +164,8 @@ class JsonFileStore:
                 store's ``max_search_results`` applies, else 10.
 
         Raises:
-            InvalidArgumentError: ``query`` is not a string or the limit is below 1.
+            InvalidArgumentError: ``query`` is not a string or the limit is not an integer
+                from 1 to 2**63 - 1.
             InvalidFileError: the file exists but cannot be parsed.
             StorageError: the file cannot be read.
         """
@@ -172,7 +188,7 @@ class JsonFileStore:
 
         Raises:
             InvalidArgumentError: the store is not writable, ``content`` is blank or not a
-                string, or ``metadata`` is not a JSON object.
+                string, ``metadata`` is not a JSON object, or either holds a lone surrogate.
             InvalidFileError: the file exists but cannot be parsed (it is left unchanged).
             StorageError: the file cannot be read or written.
         """
@@ -182,8 +198,9 @@ class JsonFileStore:
         """Add several memories with one file write; results follow the input order.
 
         Every item is checked before anything is written, so a bad item stores nothing.
-        Duplicates within the batch dedup like separate adds. Errors are those of :meth:`add`;
-        a bad item's message gives its index.
+        Duplicates within the batch dedup like separate adds. Errors are those of :meth:`add`,
+        and an item that is not a ``(content, metadata)`` pair; a bad item's message gives its
+        index.
         """
         self._check_writable()
         batch = check_items(items)
@@ -214,25 +231,49 @@ class JsonFileStore:
         return await self._offload(self._write_blocking, _Importer(batch))
 
     async def get(self, memory_id: str) -> MemoryRecord | None:
-        """Return the memory with ``memory_id``, or ``None``."""
+        """Return the memory with ``memory_id``, or ``None``.
+
+        Raises:
+            InvalidArgumentError: ``memory_id`` is not a string.
+        """
+        check_id(memory_id)
         return await self._offload(self._get_blocking, memory_id)
 
     async def delete(self, memory_id: str) -> bool:
-        """Forget the memory with ``memory_id``; return whether it existed."""
-        return await self.delete_many([memory_id]) == 1
+        """Forget the memory with ``memory_id``; return whether it existed.
+
+        A file edited by hand may hold an id more than once: every record with it goes.
+
+        Raises:
+            InvalidArgumentError: ``memory_id`` is not a string, or the store is not writable.
+        """
+        check_id(memory_id)
+        return await self.delete_many([memory_id]) > 0
 
     async def delete_many(self, memory_ids: Iterable[str]) -> int:
-        """Forget every memory whose id is given, with one file write; return how many."""
+        """Forget every memory whose id is given, with one file write; return how many.
+
+        The count is of records removed: an id that a file edited by hand holds twice counts
+        twice.
+
+        Raises:
+            InvalidArgumentError: the store is not writable, ``memory_ids`` is a single string
+                rather than an iterable of ids, or an id is not a string (its index is given).
+        """
         self._check_writable()
-        wanted = frozenset(memory_ids)
+        wanted = frozenset(check_ids(memory_ids))
         if not wanted:
             return 0
         return await self._offload(self._delete_blocking, _Remover(wanted))
 
     async def list(self, *, offset: int = 0, limit: int | None = None) -> RecordList:
-        """Return memories oldest first, skipping ``offset`` and returning at most ``limit``."""
-        if not isinstance(offset, int) or offset < 0:
-            raise InvalidArgumentError(f"offset must be an integer of at least 0, got {offset!r}")
+        """Return memories oldest first, skipping ``offset`` and returning at most ``limit``.
+
+        Raises:
+            InvalidArgumentError: ``offset`` is not an integer from 0 to 2**63 - 1, or
+                ``limit`` not ``None`` or an integer from 1 to 2**63 - 1.
+        """
+        check_offset(offset)
         check_limit(limit, "limit")
         return await self._offload(self._list_blocking, offset, limit)
 
@@ -381,18 +422,10 @@ def _record(record: Record) -> MemoryRecord:
 
 
 def _checked_record(index: int, record: MemoryRecord) -> MemoryRecord:
-    where = f"record {index}"
-    if not isinstance(record, MemoryRecord):
-        raise InvalidArgumentError(f"{where} must be a MemoryRecord, got {record!r}")
-    if not isinstance(record.id, str) or not record.id.strip():
-        raise InvalidArgumentError(f"{where}: id must be a non-blank string")
-    where = f"{where} ({record.id})"
-    if not isinstance(record.content, str) or not record.content.strip():
-        raise InvalidArgumentError(f"{where}: content must be a non-blank string")
+    where = check_record(index, record)
     if not isinstance(record.created_at, str):
         raise InvalidArgumentError(f"{where}: created_at must be a string")
-    if record.metadata is not None:
-        check_json_object(record.metadata, f"{where}: metadata")
+    check_text(record.created_at, f"{where}: created_at")
     return record
 
 

@@ -1,10 +1,11 @@
-"""The Strands memory file format: a JSON array of records, parsed and written to the byte.
+r"""The Strands memory file format: a JSON array of records, parsed and written to the byte.
 
 A record is ``{"id", "content", "createdAt"[, "metadata"]}`` with string ``id``, ``content`` and
 ``createdAt``; ``metadata``, when present and not ``null``, is an object. Unknown keys are kept.
 The file is ``json.dumps(records, indent=2, ensure_ascii=False)`` in UTF-8: two-space indent,
-raw non-ASCII, no trailing newline. Writing it one record at a time (:func:`record_bytes` and
-:func:`file_bytes`) gives exactly those bytes, so appending costs one record, not the file.
+raw non-ASCII (but a lone surrogate, which UTF-8 cannot encode, as its ``\u`` escape), no
+trailing newline. Writing it one record at a time (:func:`record_bytes` and :func:`file_bytes`)
+gives exactly those bytes, so appending costs one record, not the file.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from agentrecall._internal.text import escape_surrogates
 from agentrecall.errors import InvalidFileError
 
 Record = dict[str, Any]
@@ -66,10 +68,19 @@ def new_record(record_id: str, content: str, created_at: str, metadata: Any) -> 
 
 
 def record_bytes(record: Record) -> bytes:
-    """Return the record as an element of the file's top-level array (indented once), in UTF-8."""
+    r"""Return the record as an element of the file's top-level array (indented once), in UTF-8.
+
+    A lone surrogate (which only a record read from the file can hold: another program wrote
+    a ``"\ud800"`` escape) is written back as that escape, as ``ensure_ascii`` would write
+    it, since UTF-8 cannot encode it; every other character stays raw.
+    """
     text = json.dumps(record, indent=2, ensure_ascii=False)
     # JSON strings escape their newlines, so every raw newline is structure and gets indented.
-    return ("  " + text.replace("\n", "\n  ")).encode("utf-8")
+    text = "  " + text.replace("\n", "\n  ")
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return escape_surrogates(text).encode("utf-8")
 
 
 def file_bytes(records: Sequence[bytes]) -> bytes:

@@ -9,8 +9,9 @@ import struct
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import date, datetime, time, timedelta, timezone
 
+from agentrecall._internal.text import check_text
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.retrieval.tokenize import STOP_WORDS
 
@@ -83,6 +84,7 @@ class Scope:
                 continue
             if not isinstance(value, str) or not value:
                 raise InvalidArgumentError(f"{column} must be a non-empty string, got {value!r}")
+            check_text(value, column)
             if merged[column] not in (None, value):
                 raise InvalidArgumentError(
                     f"this view is already scoped to {column}={merged[column]!r}; "
@@ -302,21 +304,62 @@ def match_expression(terms: list[str], scopes: Sequence[int] | None = None) -> s
 def timestamp(value: datetime | str | None, argument: str) -> str | None:
     """Return a time bound in the stored shape (``YYYY-MM-DDTHH:MM:SS.mmmZ``, UTC).
 
-    Accepts an aware ``datetime`` or an ISO 8601 string with a time zone; a naive value is
-    refused, since guessing its zone would shift the bound.
+    Accepts an aware ``datetime``; an ISO 8601 date (``2025-01-31``, midnight UTC); or an ISO
+    8601 time with an offset (``2025-01-31T09:30:00Z``, ``2025-01-31T09:30:00+02:00``). A
+    naive time (a ``datetime`` or a string without an offset) is refused, since guessing its
+    zone would shift the bound. The time must fall within the years 1 to 9999 in UTC.
+
+    Raises:
+        InvalidArgumentError: any other value; the message names ``argument`` and the forms
+            accepted.
     """
     if value is None:
         return None
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError as error:
-            raise InvalidArgumentError(
-                f"{argument} must be an ISO 8601 time, got {value!r}"
-            ) from error
-    if not isinstance(value, datetime) or value.tzinfo is None:
+    moment = _parsed(value, argument) if isinstance(value, str) else value
+    if not isinstance(moment, datetime) or moment.tzinfo is None:
+        raise InvalidArgumentError(f"{argument} must be {_TIME_FORMS}, got {value!r}")
+    try:
+        return stored_time(moment)
+    except OverflowError:
         raise InvalidArgumentError(
-            f"{argument} must be a timezone-aware datetime or ISO 8601 string, got {value!r}"
-        )
-    moment = value.astimezone(timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+            f"{argument} must fall within the years 1 to 9999 in UTC, got {value!r}"
+        ) from None
+
+
+def expiry_after(lifetime: float, argument: str) -> str:
+    """Return the stored time ``lifetime`` seconds from now, refusing one past the year 9999."""
+    try:
+        return stored_time(datetime.now(timezone.utc) + timedelta(seconds=lifetime))
+    except OverflowError:
+        raise InvalidArgumentError(
+            f"{argument} of {lifetime:.0f} seconds would expire past the year 9999; "
+            "give a shorter one, or None for no expiry"
+        ) from None
+
+
+def stored_time(moment: datetime) -> str:
+    """Return an aware ``moment`` in the stored shape; ``OverflowError`` if UTC cannot hold it."""
+    utc = moment.astimezone(timezone.utc)
+    # Spelled out rather than strftime, whose ``%Y`` does not pad years below 1000 everywhere.
+    return (
+        f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:"
+        f"{utc.second:02d}.{utc.microsecond // 1000:03d}Z"
+    )
+
+
+_TIME_FORMS = (
+    "a timezone-aware datetime, an ISO 8601 date such as '2025-01-31' (midnight UTC), or an "
+    "ISO 8601 time with an offset such as '2025-01-31T09:30:00Z' or '2025-01-31T09:30:00+02:00'"
+)
+
+_DATE = re.compile(r"\d{4}-\d\d-\d\d")
+
+
+def _parsed(text: str, argument: str) -> datetime:
+    try:
+        if _DATE.fullmatch(text):
+            return datetime.combine(date.fromisoformat(text), time(), timezone.utc)
+        # Python 3.10 reads no ``Z``; it means UTC, as ``+00:00`` does.
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidArgumentError(f"{argument} must be {_TIME_FORMS}, got {text!r}") from None

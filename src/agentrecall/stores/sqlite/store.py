@@ -6,10 +6,21 @@ import copy
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Any, ClassVar, TypeVar
 
-from agentrecall._internal.checks import check_items, check_limit, seconds
+from agentrecall._internal.checks import (
+    check_busy_timeout,
+    check_content,
+    check_id,
+    check_ids,
+    check_items,
+    check_limit,
+    check_offset,
+    check_optional_text,
+    check_pairs,
+    seconds,
+)
 from agentrecall._internal.jsonvalue import check_json_object
 from agentrecall._internal.paths import agentrecall_home, sanitize_name
 from agentrecall._internal.sqlite import Database
@@ -17,7 +28,14 @@ from agentrecall._internal.worker import Worker
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.stores.base import Capability
 from agentrecall.stores.sqlite import reads, writes
-from agentrecall.stores.sqlite.query import Scope, content_hash, content_key, query_terms, timestamp
+from agentrecall.stores.sqlite.query import (
+    Scope,
+    content_hash,
+    content_key,
+    expiry_after,
+    query_terms,
+    timestamp,
+)
 from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
 from agentrecall.stores.sqlite.search import ranked_search
 from agentrecall.stores.sqlite.tables import CHUNK, index_unindexed
@@ -95,12 +113,14 @@ class SQLiteStore:
             path: the database file; default ``$AGENTRECALL_HOME/memory/<name>.db``.
             name: the store's name, unique within a manager.
             description: what the store holds, shown to a model next to its name.
-            max_search_results: hits per search when the caller gives no limit (default 10).
+            max_search_results: hits per search when the caller gives no limit (default 10);
+                an integer from 1 to 2**63 - 1 (larger ones are refused, not clamped).
             writable: whether writes are allowed.
             extraction: fact-extraction setting, kept as given for a memory manager.
-            ttl: default lifetime of new memories (seconds or ``timedelta``); ``None`` keeps
-                them until deleted.
-            busy_timeout: seconds to wait for another process's write before retrying.
+            ttl: default lifetime of new memories (seconds or ``timedelta``, positive and
+                finite); ``None`` keeps them until deleted.
+            busy_timeout: seconds to wait for another process's write before retrying: a
+                number above 0, at most 2147483 (about 24 days, SQLite's limit).
             fsync: ``True`` (the default): a write is on the disk before it returns, and survives
                 a power loss. ``False``: it is handed to the operating system before it
                 returns, and survives a crash of the process but maybe not of the machine;
@@ -132,7 +152,7 @@ class SQLiteStore:
             component=COMPONENT,
             migrations=MIGRATIONS,
             what="memory database",
-            busy_timeout=busy_timeout,
+            busy_timeout=check_busy_timeout(busy_timeout),
             functions={
                 "agentrecall_content_hash": content_hash,
                 "agentrecall_content_key": content_key,
@@ -204,8 +224,10 @@ class SQLiteStore:
         Args:
             content: the memory, stored verbatim.
             metadata: a JSON object, or ``None``.
-            ttl: lifetime of this memory, overriding the store's default.
-            expires_at: when this memory expires (aware datetime or ISO 8601 string).
+            ttl: lifetime of this memory, overriding the store's default; one that would end
+                past the year 9999 is refused.
+            expires_at: when this memory expires: an aware datetime, an ISO 8601 date
+                (midnight UTC) or an ISO 8601 time with an offset; naive times are refused.
         """
         expiry = self._expiry(ttl, expires_at)
         self._check_writable()
@@ -227,7 +249,7 @@ class SQLiteStore:
         """
         self._check_writable()
         expiry = self._expiry(ttl, None)
-        batch = list(items)
+        batch = check_pairs(items)
         if not batch:
             return []
         # A batch larger than a chunk is checked in the worker, chunk by chunk, while SQLite
@@ -272,8 +294,10 @@ class SQLiteStore:
             query: any text; one without searchable words finds nothing.
             options: ``{"max_search_results": n}`` caps the hits for this call.
             filter: metadata conditions (see :mod:`agentrecall.retrieval.filters`).
-            created_after: only memories created at or after this time.
-            created_before: only memories created before this time.
+            created_after: only memories created at or after this time: an aware datetime,
+                an ISO 8601 date (``2025-01-31``, midnight UTC) or an ISO 8601 time with an
+                offset (``2025-01-31T09:30:00Z``); naive times are refused.
+            created_before: only memories created before this time, in the same forms.
         """
         requested = None if options is None else options.get("max_search_results")
         check_limit(requested, "max_search_results")
@@ -298,7 +322,12 @@ class SQLiteStore:
         )
 
     async def get(self, memory_id: str) -> MemoryRecord | None:
-        """Return the memory with ``memory_id`` in this scope, or ``None``."""
+        """Return the memory with ``memory_id`` in this scope, or ``None``.
+
+        Raises:
+            InvalidArgumentError: ``memory_id`` is not a string.
+        """
+        check_id(memory_id)
         where, params = reads.conditions(self._scope, None, None, None)
         return await self._read(lambda db: reads.get(db, memory_id, where, params))
 
@@ -315,24 +344,38 @@ class SQLiteStore:
         Returns the updated memory, or ``None`` if this scope holds no memory with that id.
 
         Raises:
-            InvalidArgumentError: blank content, metadata that is not a JSON object, or
-                content equal to another memory of the same scope.
+            InvalidArgumentError: ``memory_id`` or ``reason`` is not a string, blank content,
+                metadata that is not a JSON object, or content equal to another memory of the
+                same scope.
         """
         self._check_writable()
-        if content is not None and (not isinstance(content, str) or not content.strip()):
-            raise InvalidArgumentError("content must be a non-blank string")
+        check_id(memory_id)
+        check_optional_text(reason, "reason")
+        if content is not None:
+            check_content(content, "content")
         if metadata is not None:
             check_json_object(metadata, "metadata")
         return await self._write(writes.update, memory_id, content, metadata, reason)
 
     async def delete(self, memory_id: str, *, reason: str | None = None) -> bool:
-        """Forget one memory (its history keeps it); return whether it existed."""
+        """Forget one memory (its history keeps it); return whether it existed.
+
+        Raises:
+            InvalidArgumentError: ``memory_id`` or ``reason`` is not a string.
+        """
+        check_id(memory_id)
         return await self.delete_many([memory_id], reason=reason) == 1
 
     async def delete_many(self, memory_ids: Iterable[str], *, reason: str | None = None) -> int:
-        """Forget every memory of this scope whose id is given; return how many."""
+        """Forget every memory of this scope whose id is given; return how many.
+
+        Raises:
+            InvalidArgumentError: ``memory_ids`` is a single string rather than an iterable of
+                ids, an id is not a string (its index is given), or ``reason`` is not a string.
+        """
         self._check_writable()
-        ids = list(dict.fromkeys(memory_ids))
+        check_optional_text(reason, "reason")
+        ids = list(dict.fromkeys(check_ids(memory_ids)))
         if not ids:
             return 0
         return await self._write(writes.remove, ids, reason)
@@ -351,9 +394,13 @@ class SQLiteStore:
         created_after: datetime | str | None = None,
         created_before: datetime | str | None = None,
     ) -> RecordList:
-        """Return memories oldest first, skipping ``offset`` and returning at most ``limit``."""
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise InvalidArgumentError(f"offset must be an integer of at least 0, got {offset!r}")
+        """Return memories oldest first, skipping ``offset`` and returning at most ``limit``.
+
+        Raises:
+            InvalidArgumentError: ``offset`` is not an integer from 0 to 2**63 - 1, ``limit``
+                not ``None`` or an integer from 1 to 2**63 - 1, or a bound or filter is unusable.
+        """
+        check_offset(offset)
         check_limit(limit, "limit")
         where, params = reads.conditions(self._scope, filter, created_after, created_before)
         return await self._read(lambda db: reads.page(db, where, params, offset, limit))
@@ -370,7 +417,12 @@ class SQLiteStore:
         return await self._read(lambda db: reads.count(db, where, params))
 
     async def history(self, memory_id: str) -> Versions:
-        """Return the versions that updates, deletion or expiry replaced, oldest first."""
+        """Return the versions that updates, deletion or expiry replaced, oldest first.
+
+        Raises:
+            InvalidArgumentError: ``memory_id`` is not a string.
+        """
+        check_id(memory_id)
         scope = self._scope
         return await self._read(lambda db: reads.history(db, scope, memory_id))
 
@@ -392,7 +444,7 @@ class SQLiteStore:
         lifetime = seconds(ttl, "ttl") or self._ttl
         if lifetime is None:
             return None
-        return timestamp(datetime.now(timezone.utc) + timedelta(seconds=lifetime), "ttl")
+        return expiry_after(lifetime, "ttl")
 
     async def _offload(self, function: Callable[..., T], *args: Any) -> T:
         return await self._worker.run(function, *args)

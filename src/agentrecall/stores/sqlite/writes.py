@@ -11,11 +11,10 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from agentrecall._internal.checks import check_item
+from agentrecall._internal.checks import check_item, check_record
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall._internal.ids import new_time_ordered_ids
 from agentrecall._internal.jsonencode import compact_encoder
-from agentrecall._internal.jsonvalue import check_json_object
 from agentrecall._internal.sqlite import Database
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.stores.sqlite.dedup import KEY_CHUNK, find_equal, free_key, insert_new
@@ -114,23 +113,14 @@ def import_records(
 
 def import_row(index: int, record: MemoryRecord) -> ImportRow:
     """Check one record of an import and return its row; messages give the record's index."""
-    where = f"record {index}"
-    if not isinstance(record, MemoryRecord):
-        raise InvalidArgumentError(f"{where} must be a MemoryRecord, got {record!r}")
-    if not isinstance(record.id, str) or not record.id.strip():
-        raise InvalidArgumentError(f"{where}: id must be a non-blank string")
-    if not isinstance(record.content, str) or not record.content.strip():
-        raise InvalidArgumentError(f"{where} ({record.id}): content must be a non-blank string")
-    if record.metadata is not None:
-        check_json_object(record.metadata, f"{where} ({record.id}): metadata")
+    where = check_record(index, record)
     for field in ("created_at", "updated_at", "expires_at"):
         value = getattr(record, field)
         if (value is not None or field == "created_at") and not (
             isinstance(value, str) and STORED_TIME.fullmatch(value)
         ):
             raise InvalidArgumentError(
-                f"{where} ({record.id}): {field} must look like 2025-01-31T09:30:00.000Z, "
-                f"got {value!r}"
+                f"{where}: {field} must look like 2025-01-31T09:30:00.000Z, got {value!r}"
             )
     metadata = record.metadata
     return (

@@ -1,0 +1,208 @@
+"""Lone surrogates ("\\ud800"): refused with a message naming the field, never a bare
+UnicodeEncodeError; a JSON file that already holds them as escapes stays readable and writable."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentrecall import BufferMemory, InvalidArgumentError, JsonFileStore, StorageError
+from agentrecall.storage import InMemoryStorage, LocalFileStorage
+from agentrecall.stores.sqlite import SQLiteStore
+from agentrecall.types import MemoryRecord
+
+LONE = "\ud800"
+CREATED_AT = "2024-01-01T00:00:00.000Z"
+
+
+def _record(**changes: Any) -> MemoryRecord:
+    fields: dict[str, Any] = {"id": "r1", "content": "fine", "created_at": CREATED_AT}
+    fields.update(changes)
+    return MemoryRecord(**fields)
+
+
+# (what is bad, the call, words the message must hold)
+WRITES: list[tuple[str, Callable[[Any], Awaitable[Any]], str]] = [
+    ("content", lambda s: s.add(f"a {LONE} b"), "content"),
+    (
+        "metadata value",
+        lambda s: s.add("x", {"a": {"b": [1, f"x{LONE}"]}}),
+        "metadata['a']['b'][1]",
+    ),
+    ("metadata key", lambda s: s.add("x", {"a": [{LONE: 1}]}), "metadata['a'][0] has a key"),
+    ("batch content", lambda s: s.add_many([("ok", None), (LONE, None)]), "content (item 1)"),
+    (
+        "batch metadata",
+        lambda s: s.add_many([("a", None), ("b", {"k": LONE})]),
+        "metadata (item 1)",
+    ),
+    (
+        "import content",
+        lambda s: s.import_records([_record(content=LONE)]),
+        "record 0 (r1): content",
+    ),
+    ("import id", lambda s: s.import_records([_record(id=f"r{LONE}")]), "record 0: id"),
+    (
+        "import metadata",
+        lambda s: s.import_records([_record(metadata={"deep": [{"k": LONE}]})]),
+        "record 0 (r1): metadata['deep'][0]['k']",
+    ),
+]
+
+
+def _stores(tmp_path: Path) -> dict[str, Any]:
+    return {
+        "jsonfile": JsonFileStore(name="json", path=tmp_path / "memory.json"),
+        "in-memory": JsonFileStore(name="mem", persist=False),
+        "sqlite": SQLiteStore(tmp_path / "memory.db"),
+    }
+
+
+@pytest.mark.parametrize("kind", ["jsonfile", "in-memory", "sqlite"])
+@pytest.mark.parametrize(("what", "call", "named"), WRITES, ids=[w[0] for w in WRITES])
+async def test_store_writes_refuse_lone_surrogates_naming_the_field(
+    tmp_path: Path, kind: str, what: str, call: Callable[[Any], Awaitable[Any]], named: str
+) -> None:
+    store = _stores(tmp_path)[kind]
+    with pytest.raises(InvalidArgumentError, match="lone surrogate") as raised:
+        await call(store)
+    assert named in str(raised.value)
+    assert await store.count() == 0
+    if kind == "jsonfile":
+        assert not (tmp_path / "memory.json").exists()
+    if isinstance(store, SQLiteStore):
+        await store.aclose()
+
+
+async def test_sqlite_update_scope_and_reason_refuse_lone_surrogates(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "memory.db")
+    memory = await store.add("original")
+    for call, named in [
+        (lambda: store.update(memory.id, content=LONE), "content"),
+        (lambda: store.update(memory.id, metadata={"k": [LONE]}), r"metadata\['k'\]\[0\]"),
+        (lambda: store.update(memory.id, content="new", reason=LONE), "reason"),
+        (lambda: store.delete(memory.id, reason=LONE), "reason"),
+        (lambda: store.get(f"id{LONE}"), "memory_id"),
+    ]:
+        with pytest.raises(InvalidArgumentError, match=f"{named}.*lone surrogate"):
+            await call()
+    for scope_id in ("user_id", "agent_id", "session_id"):
+        with pytest.raises(InvalidArgumentError, match=f"{scope_id} holds a lone surrogate"):
+            store.scope(**{scope_id: f"ana{LONE}"})
+    assert (await store.get(memory.id)).content == "original"
+    await store.aclose()
+
+
+@pytest.mark.parametrize("persisted", [False, True], ids=["in-memory", "sqlite"])
+async def test_buffer_refuses_lone_surrogates_in_ids_text_names_and_tags(
+    tmp_path: Path, persisted: bool
+) -> None:
+    buffer = BufferMemory(path=tmp_path / "buffer.db" if persisted else None)
+    hello = [{"role": "user", "content": "hello"}]
+    for call, named in [
+        (lambda: buffer.write(hello, f"s{LONE}"), "session_id"),
+        (lambda: buffer.read(f"s{LONE}"), "session_id"),
+        (lambda: buffer.clear(f"s{LONE}"), "session_id"),
+        (lambda: buffer.entries(f"s{LONE}"), "session_id"),
+        (lambda: buffer.write([{"role": "user", "content": f"a{LONE}"}]), r"messages\[0\] content"),
+        (
+            lambda: buffer.write(
+                [*hello, {"role": "assistant", "content": [{"text": "ok"}, {"text": LONE}]}]
+            ),
+            r"messages\[1\] content\[1\] text",
+        ),
+        (lambda: buffer.write(hello, agent_name=LONE), "agent_name"),
+        (lambda: buffer.write(hello, tags={"k": LONE}), r"tags\['k'\]"),
+        (lambda: buffer.write(hello, tags={LONE: "v"}), "tags key"),
+    ]:
+        with pytest.raises(InvalidArgumentError, match=f"{named}.*lone surrogate"):
+            await call()
+    with pytest.raises(InvalidArgumentError, match=r"default_store\['s'\]\[0\] content"):
+        BufferMemory(default_store={"s": [{"role": "user", "content": LONE}]})
+    assert await buffer.count_sessions() == 0
+    await buffer.aclose()
+
+
+async def test_a_persisted_buffer_refuses_a_lone_surrogate_anywhere_in_a_message(
+    tmp_path: Path,
+) -> None:
+    buffer = BufferMemory(path=tmp_path / "buffer.db")
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": LONE}}
+    messages = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+    ]
+    with pytest.raises(InvalidArgumentError, match=r"messages\[1\] cannot be stored.*surrogate"):
+        await buffer.write(messages)
+    assert await buffer.read() == []
+    await buffer.aclose()
+
+
+@pytest.mark.parametrize("make", [InMemoryStorage, LocalFileStorage], ids=["memory", "local"])
+async def test_storage_keys_with_lone_surrogates_are_refused(
+    tmp_path: Path, make: Callable[..., Any]
+) -> None:
+    storage = make() if make is InMemoryStorage else make(tmp_path)
+    for call in (
+        lambda: storage.write(f"k{LONE}", b"x"),
+        lambda: storage.read(f"k{LONE}"),
+        lambda: storage.delete(f"k{LONE}"),
+    ):
+        with pytest.raises(StorageError, match="valid Unicode"):
+            await call()
+    assert await storage.list() == []
+
+
+async def test_local_storage_lists_no_key_for_an_undecodable_file_name(tmp_path: Path) -> None:
+    storage = LocalFileStorage(tmp_path)
+    await storage.write("ok.txt", b"fine")
+    try:
+        with open(os.fsencode(tmp_path) + b"/\xff.txt", "wb") as handle:
+            handle.write(b"not ours")
+    except OSError:
+        pytest.skip("this file system refuses names that are not UTF-8")
+    assert await storage.list() == ["ok.txt"]
+
+
+# What JavaScript's JSON.stringify writes for a lone surrogate (Strands' TypeScript store, say):
+# the escape, in a file that is otherwise the shared format.
+def _file_with_escapes() -> bytes:
+    records = [
+        {"id": "a", "content": "before SURROGATE after", "createdAt": CREATED_AT},
+        {
+            "id": "b",
+            "content": "caf\u00e9 SURROGATE",
+            "createdAt": CREATED_AT,
+            "metadata": {"keySURROGATE": ["SURROGATE"], "plain": "\u00fc"},
+        },
+    ]
+    text = json.dumps(records, indent=2, ensure_ascii=False)
+    return text.replace("SURROGATE", "\\ud800").encode("utf-8")
+
+
+async def test_a_file_holding_surrogate_escapes_reads_and_stays_writable(tmp_path: Path) -> None:
+    path = tmp_path / "escapes.json"
+    original = _file_with_escapes()
+    path.write_bytes(original)
+    store = JsonFileStore(name="escapes", path=path)
+
+    assert [hit.id for hit in await store.search("before after")] == ["a"]
+    assert (await store.get("a")).content == f"before {LONE} after"
+    assert (await store.get("b")).metadata == {f"key{LONE}": [LONE], "plain": "\u00fc"}
+
+    added = await store.add("a new memory", {"n": 1})
+    written = path.read_bytes()
+    # The old records are written back byte for byte: escapes stay escapes, other text raw.
+    assert written.startswith(original[:-2] + b",\n")
+    parsed = json.loads(written)
+    assert [r["id"] for r in parsed] == ["a", "b", added.id]
+
+    assert await store.delete("a") is True
+    rewritten = path.read_bytes()
+    assert b'"caf\xc3\xa9 \\ud800"' in rewritten and b'"key\\ud800"' in rewritten
+    assert [r["id"] for r in json.loads(rewritten)] == ["b", added.id]
