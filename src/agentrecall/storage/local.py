@@ -108,7 +108,8 @@ class LocalFileStorage:
                 view = memoryview(data)
                 while view:
                     view = view[os.write(fd, view) :]
-                os.utime(fd, ns=(stamp, stamp))
+                # Windows sets times by path only.
+                os.utime(fd if _UTIME_FD else temp, ns=(stamp, stamp))
                 os.fsync(fd)
                 info = os.fstat(fd)
             finally:
@@ -247,6 +248,8 @@ def _fsync_directory(directory: str) -> None:
     finally:
         os.close(fd)
 
+
+_UTIME_FD = os.utime in os.supports_fd
 
 # Descriptors from os.open are not inherited by child processes (PEP 446); O_BINARY keeps
 # Windows from translating line ends.
