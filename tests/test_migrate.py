@@ -224,6 +224,19 @@ async def test_import_versions_checks_every_version_first(
     await store.aclose()
 
 
+@pytest.mark.parametrize("options", [{"batch": None}, {"batch": 0}, {"flatten": "yes"}])
+async def test_migrate_refuses_bad_options(tmp_path: Path, options: dict[str, Any]) -> None:
+    store = SQLiteStore(tmp_path / "m.db")
+    await store.add("one memory")
+    name = next(iter(options))
+    with pytest.raises(InvalidArgumentError, match=name):
+        await migrate(store, JsonFileStore(name="m", persist=False), **options)
+    if name == "batch":
+        with pytest.raises(InvalidArgumentError, match="batch"):
+            await anext(store.versions(**options))
+    await store.aclose()
+
+
 def _files(directory: Path) -> list[str]:
     return sorted(os.listdir(directory))
 

@@ -144,10 +144,7 @@ async def migrate(
             or a memory is refused by the destination.
         AgentRecallError: either store failed (a file that cannot be read or written).
     """
-    check_limit(batch, "batch")
-    for flag, value in (("flatten", flatten), ("drop_history", drop_history)):
-        if not isinstance(value, bool):
-            raise InvalidArgumentError(f"{flag} must be True or False, got {value!r}")
+    _check_options(batch, flatten, drop_history)
     with_history = await _plan(source, destination, batch, flatten, drop_history)
     total = await source.count()
     done = copied = 0
@@ -165,11 +162,29 @@ async def migrate(
             break
     versions = 0
     if with_history:
-        reader, writer = cast(VersionSource, source), cast(VersionSink, destination)
-        async with aclosing(reader.versions(batch=batch)) as pages:
-            async for page in pages:
-                versions += await writer.import_versions(_unscoped(page) if flatten else page)
+        versions = await _copy_history(source, destination, batch, flatten)
     return MigrationResult(copied=copied, skipped=done - copied, versions=versions)
+
+
+def _check_options(batch: int, flatten: bool, drop_history: bool) -> None:
+    if batch is None:  # check_limit lets None through, meaning "no limit"
+        raise InvalidArgumentError("batch must be an integer of at least 1, got None")
+    check_limit(batch, "batch")
+    for flag, value in (("flatten", flatten), ("drop_history", drop_history)):
+        if not isinstance(value, bool):
+            raise InvalidArgumentError(f"{flag} must be True or False, got {value!r}")
+
+
+async def _copy_history(
+    source: RecordSource, destination: RecordSink, batch: int, flatten: bool
+) -> int:
+    """Copy every replaced version of ``source`` into ``destination``; return how many."""
+    reader, writer = cast(VersionSource, source), cast(VersionSink, destination)
+    copied = 0
+    async with aclosing(reader.versions(batch=batch)) as pages:
+        async for page in pages:
+            copied += await writer.import_versions(_unscoped(page) if flatten else page)
+    return copied
 
 
 async def _plan(

@@ -413,6 +413,8 @@ class SQLiteStore:
         Raises:
             InvalidArgumentError: ``batch`` is not an integer of at least 1.
         """
+        if batch is None:  # check_limit lets None through, meaning "no limit"
+            raise InvalidArgumentError("batch must be an integer of at least 1, got None")
         check_limit(batch, "batch")
         scope = self._scope
         after: reads.Cursor | None = None
