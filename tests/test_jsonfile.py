@@ -28,6 +28,7 @@ def test_satisfies_the_store_contract(store: JsonFileStore) -> None:
         Capability.LIST,
         Capability.COUNT,
         Capability.ADD_MANY,
+        Capability.IMPORT,
     }
     assert (store.name, store.description, store.max_search_results) == ("notes", None, None)
     assert store.writable is True and store.extraction is None

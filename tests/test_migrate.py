@@ -5,7 +5,11 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -13,10 +17,16 @@ from typing import Any
 import pytest
 from sqlite_checks import check_full_text_index
 
-from agentrecall import InvalidArgumentError, InvalidFileError, JsonFileStore, SQLiteStore
+from agentrecall import (
+    InvalidArgumentError,
+    InvalidFileError,
+    JsonFileStore,
+    SQLiteStore,
+    StorageError,
+)
 from agentrecall.cli.main import main
 from agentrecall.migrate import ProgressBar, migrate, migrate_files, render_bar
-from agentrecall.types import MemoryRecord
+from agentrecall.types import MemoryRecord, MemoryVersion
 
 CREATED = "2024-05-01T10:00:00.000Z"
 
@@ -146,6 +156,153 @@ async def test_a_corrupt_source_writes_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / "out.db").exists()
 
 
+async def _scoped_with_history(path: Path) -> None:
+    """Fill ``path`` with equal texts of two users and one unscoped, and some history."""
+    store = SQLiteStore(path)
+    await store.scope(user_id="ana").add("Likes green tea")
+    await store.scope(user_id="bob").add("Likes green tea")
+    memory = await store.add("Lives in Lisbon")
+    await store.update(memory.id, content="Lives in Porto")
+    await store.delete((await store.add("Forget me")).id)
+    await store.aclose()
+
+
+async def test_a_json_destination_refuses_to_lose_scopes_or_history(tmp_path: Path) -> None:
+    await _scoped_with_history(tmp_path / "a.db")
+    out = tmp_path / "b.json"
+    with pytest.raises(InvalidArgumentError, match=r"belongs to user_id='ana'.*flatten=True"):
+        await migrate_files(tmp_path / "a.db", out)
+    with pytest.raises(InvalidArgumentError, match="history.*drop_history=True"):
+        await migrate_files(tmp_path / "a.db", out, flatten=True)
+    assert not out.exists()
+    result = await migrate_files(tmp_path / "a.db", out, flatten=True, drop_history=True)
+    assert (result.copied, result.skipped, result.versions) == (2, 1, 0)
+    assert sorted(r.content for r in await JsonFileStore(name="m", path=out).list()) == [
+        "Likes green tea",
+        "Lives in Porto",
+    ]
+    # A JSON store refuses a scoped record outright, too.
+    scoped = MemoryRecord("x", "y", CREATED, user_id="ana")
+    with pytest.raises(InvalidArgumentError, match="record 0 \\(x\\) belongs to a scope"):
+        await JsonFileStore(name="m", path=out).import_records([scoped])
+
+
+async def test_identical_versions_are_copied_all_and_once(tmp_path: Path) -> None:
+    source = SQLiteStore(tmp_path / "a.db")
+    same = MemoryVersion("Old", None, CREATED, "update", None, "m1")
+    other = MemoryVersion("Other", None, CREATED, "delete", None, "m0")
+    assert await source.import_versions([other, same, same, same]) == 4
+    pages = [page async for page in source.versions(batch=2)]
+    assert pages == [[other, same, same, same]]  # a page never splits identical versions
+    await source.aclose()
+    for _ in range(2):
+        await migrate_files(tmp_path / "a.db", tmp_path / "b.db", batch=2)
+    copy = SQLiteStore(tmp_path / "b.db")
+    assert await copy.history("m1") == [same, same, same]
+    await copy.aclose()
+
+
+@pytest.mark.parametrize(
+    ("version", "problem"),
+    [
+        (MemoryVersion("x", None, CREATED, "update"), "memory_id"),
+        (MemoryVersion(" ", None, CREATED, "update", None, "m"), "content"),
+        (MemoryVersion("x", None, "today", "update", None, "m"), "changed_at"),
+        (MemoryVersion("x", None, CREATED, "edit", None, "m"), "change"),
+        (MemoryVersion("x", None, CREATED, "delete", 5, "m"), "reason"),  # type: ignore[arg-type]
+        (MemoryVersion("x", None, CREATED, "delete", None, "m", ""), "user_id"),
+    ],
+)
+async def test_import_versions_checks_every_version_first(
+    tmp_path: Path, version: MemoryVersion, problem: str
+) -> None:
+    store = SQLiteStore(tmp_path / "m.db")
+    good = MemoryVersion("fine", None, CREATED, "update", None, "m")
+    with pytest.raises(InvalidArgumentError, match=f"version 1.*{problem}"):
+        await store.import_versions([good, version])
+    assert [page async for page in store.versions()] == []
+    await store.aclose()
+
+
+@pytest.mark.parametrize("options", [{"batch": None}, {"batch": 0}, {"flatten": "yes"}])
+async def test_migrate_refuses_bad_options(tmp_path: Path, options: dict[str, Any]) -> None:
+    store = SQLiteStore(tmp_path / "m.db")
+    await store.add("one memory")
+    name = next(iter(options))
+    with pytest.raises(InvalidArgumentError, match=name):
+        await migrate(store, JsonFileStore(name="m", persist=False), **options)
+    if name == "batch":
+        with pytest.raises(InvalidArgumentError, match="batch"):
+            await anext(store.versions(**options))
+    await store.aclose()
+
+
+def _files(directory: Path) -> list[str]:
+    return sorted(os.listdir(directory))
+
+
+async def test_a_failed_migrate_leaves_no_new_destination(tmp_path: Path) -> None:
+    records = _records(6)
+    records[4] = MemoryRecord("bad", "not a stored time", "yesterday")
+    await JsonFileStore(name="memory", path=tmp_path / "a.json").import_records(records)
+    before = _files(tmp_path)
+    with pytest.raises(InvalidArgumentError, match="record 0 \\(bad\\).*created_at"):
+        await migrate_files(tmp_path / "a.json", tmp_path / "b.db", batch=2)
+    assert _files(tmp_path) == before
+
+
+async def test_an_interrupted_migrate_leaves_an_existing_json_file_as_it_was(
+    tmp_path: Path,
+) -> None:
+    source = SQLiteStore(tmp_path / "a.db")
+    await source.import_records(_records(6))
+    await source.aclose()
+    out = tmp_path / "b.json"
+    await JsonFileStore(name="memory", path=out).add("kept as it is")
+    before = out.read_bytes()
+
+    def interrupt(done: int, total: int) -> None:
+        if done:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        await migrate_files(tmp_path / "a.db", out, batch=2, progress=interrupt)
+    assert out.read_bytes() == before
+
+
+async def test_a_destination_created_meanwhile_is_left_alone(tmp_path: Path) -> None:
+    await JsonFileStore(name="memory", path=tmp_path / "a.json").import_records(_records(4))
+    before = _files(tmp_path)
+    out = tmp_path / "b.db"
+
+    def someone_else(done: int, total: int) -> None:
+        if done == total:
+            out.write_bytes(b"theirs")
+
+    with pytest.raises(StorageError, match="created by something else"):
+        await migrate_files(tmp_path / "a.json", out, batch=2, progress=someone_else)
+    assert out.read_bytes() == b"theirs"
+    assert _files(tmp_path) == sorted([*before, "b.db"])
+
+
+def test_ctrl_c_mid_migrate_leaves_no_destination(tmp_path: Path) -> None:
+    asyncio.run(JsonFileStore(name="memory", path=tmp_path / "a.json").import_records(_records(9)))
+    before = _files(tmp_path)
+    script = (
+        "import asyncio, os, signal, sys\n"
+        "from agentrecall.migrate import migrate_files\n"
+        "def progress(done, total):\n"
+        "    if done:\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "asyncio.run(migrate_files(sys.argv[1], sys.argv[2], batch=3, progress=progress))\n"
+    )
+    command = [sys.executable, "-c", script, str(tmp_path / "a.json"), str(tmp_path / "b.db")]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert result.returncode in (1, -signal.SIGINT), result.stderr
+    assert "KeyboardInterrupt" in result.stderr
+    assert _files(tmp_path) == before
+
+
 def test_progress_bar_draws_in_place_on_a_terminal_and_once_elsewhere() -> None:
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
@@ -184,8 +341,24 @@ class TestCli:
         assert err == render_bar(3, 3) + "\n"
         code, out, err = self.run(capsys, "migrate", src, dst, "--json")
         assert code == 0
-        expected = {"source": src, "destination": dst, "copied": 0, "skipped": 3}
+        expected = {"source": src, "destination": dst, "copied": 0, "skipped": 3, "versions": 0}
         assert json.loads(out) == expected
+
+    def test_migrate_into_json_needs_flatten_and_drop_history(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        src, dst = str(tmp_path / "a.db"), str(tmp_path / "b.json")
+        asyncio.run(_scoped_with_history(tmp_path / "a.db"))
+        code, out, err = self.run(capsys, "migrate", src, dst)
+        assert (code, out) == (1, "")
+        assert "--flatten" in err and not os.path.exists(dst)
+        code, out, err = self.run(capsys, "migrate", src, dst, "--flatten")
+        assert (code, out) == (1, "")
+        assert "--drop-history" in err and not os.path.exists(dst)
+        code, out, _ = self.run(capsys, "migrate", src, dst, "--flatten", "--drop-history")
+        assert (code, out) == (0, f"copied 2 memories to {dst} (1 skipped)\n")
+        code, out, _ = self.run(capsys, "migrate", src, str(tmp_path / "c.db"))
+        assert "copied 3 memories and 2 versions of history to" in out
 
     def test_errors_are_one_line(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         (tmp_path / "bad.json").write_text("not json", encoding="utf-8")

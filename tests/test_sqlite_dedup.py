@@ -24,6 +24,7 @@ from sqlite_checks import check_full_text_index, old_database
 from agentrecall import InvalidArgumentError
 from agentrecall._internal.sqlite import Database
 from agentrecall.stores.sqlite import SQLiteStore, query
+from agentrecall.stores.sqlite import imports as imports_module
 from agentrecall.stores.sqlite import store as store_module
 from agentrecall.stores.sqlite import writes as writes_module
 from agentrecall.types import JsonObject, MemoryRecord
@@ -38,6 +39,7 @@ def colliding_key(content: str) -> int:
 def collide(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], int]]:
     # Both the store's writes and the SQL function its migrations call compute keys.
     monkeypatch.setattr(writes_module, "content_key", colliding_key)
+    monkeypatch.setattr(imports_module, "content_key", colliding_key)
     monkeypatch.setattr(store_module, "content_key", colliding_key)
     yield colliding_key
 
@@ -195,6 +197,7 @@ def test_dedup_matches_a_model_whatever_the_order_of_writes(
     # The store must behave as if it compared stripped texts directly.
     with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as patch:
         patch.setattr(writes_module, "content_key", colliding_key)
+        patch.setattr(imports_module, "content_key", colliding_key)
         patch.setattr(store_module, "content_key", colliding_key)
         path = Path(tmp) / "m.db"
 

@@ -248,3 +248,17 @@ def test_search_takes_options_or_the_keyword_but_not_both(tmp_path: Path) -> Non
             memory.search("tea", {"max_search_results": 2}, max_search_results=1)
         with pytest.raises(InvalidArgumentError, match="options must be a mapping"):
             memory.search("tea", 2)  # type: ignore[arg-type]
+
+
+def test_history_is_copied_page_by_page_synchronously(tmp_path: Path) -> None:
+    with SyncStore(SQLiteStore(tmp_path / "a.db")) as source:
+        kept = source.add("User likes tea")
+        source.update(kept.id, content="User likes green tea")
+        gone = source.add("User owns a bike")
+        source.delete(gone.id, reason="sold it")
+        pages = list(source.versions(batch=1))
+    assert [len(page) for page in pages] == [1, 1]
+    with SyncStore(SQLiteStore(tmp_path / "b.db")) as copy:
+        assert copy.import_versions([v for page in pages for v in page]) == 2
+        assert [v.change for v in copy.history(gone.id)] == ["delete"]
+        assert list(copy.versions()) == [[v for page in pages for v in page]]

@@ -1,23 +1,30 @@
-"""Copy memories from one store to another, keeping their ids and timestamps.
+"""Copy memories from one store to another, keeping ids, timestamps, scopes and history.
 
 :func:`migrate` pages through any store that can ``list`` and ``count`` and hands each page to
-the destination's ``import_records``; :func:`migrate_files` does the same between two files,
-choosing the store by the file's extension (``.json`` for :class:`JsonFileStore`; ``.db``,
-``.sqlite`` or ``.sqlite3`` for :class:`SQLiteStore`).
+the destination's ``import_records``; where both stores keep history, it then pages through
+the source's replaced versions (:meth:`SQLiteStore.versions`) into the destination's
+``import_versions``. :func:`migrate_files` does the same between two files, choosing the
+store by the file's extension (``.json`` for :class:`JsonFileStore`; ``.db``, ``.sqlite`` or
+``.sqlite3`` for :class:`SQLiteStore`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from collections.abc import Callable, Iterable
+import uuid
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Protocol, TextIO
+from typing import Any, Protocol, TextIO, cast
 
 from agentrecall._internal.checks import check_limit
-from agentrecall.errors import InvalidArgumentError
+from agentrecall.errors import InvalidArgumentError, StorageError
+from agentrecall.storage.local import _fsync_directory
+from agentrecall.stores.base import Capability
 from agentrecall.stores.jsonfile import JsonFileStore
 from agentrecall.stores.sqlite import SQLiteStore
-from agentrecall.types import MemoryRecord
+from agentrecall.types import MemoryRecord, MemoryVersion
 
 __all__ = [
     "MigrationResult",
@@ -25,6 +32,8 @@ __all__ = [
     "RecordSink",
     "RecordSource",
     "STORE_SUFFIXES",
+    "VersionSink",
+    "VersionSource",
     "migrate",
     "migrate_files",
     "open_store",
@@ -61,17 +70,36 @@ class RecordSink(Protocol):
         ...
 
 
+class VersionSource(Protocol):
+    """A store declaring ``Capability.HISTORY``: its replaced versions can be read, in pages."""
+
+    def versions(self, *, batch: int = ...) -> AsyncGenerator[list[MemoryVersion], None]:
+        """Yield every replaced version, in pages of about ``batch``."""
+        ...
+
+
+class VersionSink(Protocol):
+    """A store declaring ``Capability.HISTORY``: it takes copies of replaced versions."""
+
+    async def import_versions(self, versions: Iterable[MemoryVersion]) -> int:
+        """Add the versions that are new to the history and return how many."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class MigrationResult:
     """What a migration did.
 
     Attributes:
         copied: memories the destination stored.
-        skipped: memories it already had (same id, or same content in its scope).
+        skipped: memories it already had (same id, or same content in its scope), or that
+            expired before they could be copied.
+        versions: replaced versions (history) the destination stored.
     """
 
     copied: int
     skipped: int
+    versions: int = 0
 
 
 async def migrate(
@@ -80,26 +108,44 @@ async def migrate(
     *,
     batch: int = DEFAULT_BATCH,
     progress: Progress | None = None,
+    flatten: bool = False,
+    drop_history: bool = False,
 ) -> MigrationResult:
     """Copy every memory of ``source`` into ``destination``, oldest first, ``batch`` at a time.
 
-    Each batch is one ``import_records`` call, so one write of the destination: a failure
-    keeps the batches already copied, and running the migration again copies only what is
-    missing. Running it twice copies nothing the second time.
+    Memories keep their ids, timestamps, metadata, expiry and scopes; then, when both stores
+    declare ``Capability.HISTORY``, every replaced version follows (deleted memories' too),
+    with its time, change and reason. Between two SQLite stores the copy is exact: the same
+    memories in every scope, in the same order, and the same history of every id.
+
+    Nothing is lost silently. A destination that keeps no scopes (a JSON file) is refused a
+    source with scoped memories unless ``flatten``; one that keeps no history is refused a
+    source with history unless ``drop_history``. Both are found out before anything is
+    written (for scopes, by reading the source once more).
+
+    Each batch is one ``import_records`` (or ``import_versions``) call, so one write of the
+    destination: a failure keeps the batches already copied, and running the migration again
+    copies only what is missing. Running it twice copies nothing the second time.
 
     Args:
         source: the store to read; it is not changed.
         destination: the store to write.
-        batch: memories per read and per write.
+        batch: memories (and versions) per read and per write.
         progress: called as ``progress(done, total)`` with ``done == 0`` before the first batch
-            and after every batch; ``total`` is the source's count when the migration started.
+            and after every batch of memories; ``total`` is the source's count when the
+            migration started.
+        flatten: copy every memory (and version) unscoped, into the destination's own scope.
+            Equal texts of different scopes then dedup to one memory.
+        drop_history: copy the memories without their history.
 
     Raises:
-        InvalidArgumentError: ``batch`` is not an integer of at least 1, or a memory is refused
-            by the destination.
+        InvalidArgumentError: ``batch`` is not an integer of at least 1, a flag is not a bool,
+            the copy would lose scopes or history (the message says which option allows it),
+            or a memory is refused by the destination.
         AgentRecallError: either store failed (a file that cannot be read or written).
     """
-    check_limit(batch, "batch")
+    _check_options(batch, flatten, drop_history)
+    with_history = await _plan(source, destination, batch, flatten, drop_history)
     total = await source.count()
     done = copied = 0
     if progress is not None:
@@ -108,13 +154,97 @@ async def migrate(
         records = await source.list(offset=done, limit=batch)
         if not records:
             break
-        copied += await destination.import_records(records)
+        copied += await destination.import_records(_unscoped(records) if flatten else records)
         done += len(records)
         if progress is not None:
             progress(done, total)
         if len(records) < batch:
             break
-    return MigrationResult(copied=copied, skipped=done - copied)
+    versions = 0
+    if with_history:
+        versions = await _copy_history(source, destination, batch, flatten)
+    return MigrationResult(copied=copied, skipped=done - copied, versions=versions)
+
+
+def _check_options(batch: int, flatten: bool, drop_history: bool) -> None:
+    if batch is None:  # check_limit lets None through, meaning "no limit"
+        raise InvalidArgumentError("batch must be an integer of at least 1, got None")
+    check_limit(batch, "batch")
+    for flag, value in (("flatten", flatten), ("drop_history", drop_history)):
+        if not isinstance(value, bool):
+            raise InvalidArgumentError(f"{flag} must be True or False, got {value!r}")
+
+
+async def _copy_history(
+    source: RecordSource, destination: RecordSink, batch: int, flatten: bool
+) -> int:
+    """Copy every replaced version of ``source`` into ``destination``; return how many."""
+    reader, writer = cast(VersionSource, source), cast(VersionSink, destination)
+    copied = 0
+    async with aclosing(reader.versions(batch=batch)) as pages:
+        async for page in pages:
+            copied += await writer.import_versions(_unscoped(page) if flatten else page)
+    return copied
+
+
+async def _plan(
+    source: RecordSource, destination: RecordSink, batch: int, flatten: bool, drop_history: bool
+) -> bool:
+    """Return whether to copy history; refuse a copy that would lose scopes or history."""
+    has, takes = _capabilities(source), _capabilities(destination)
+    if Capability.SCOPE in has and Capability.SCOPE not in takes and not flatten:
+        scoped = await _first_scoped(source, batch)
+        if scoped is not None:
+            raise InvalidArgumentError(
+                f"the source holds scoped memories (memory {scoped.id} belongs to "
+                f"{_scope_label(scoped)}) and the destination keeps no scopes: copied, they "
+                "would become one unscoped pile, equal texts of different scopes merged; "
+                "migrate into an SQLite store, or pass flatten=True (agentrecall migrate "
+                "--flatten) to copy them unscoped all the same"
+            )
+    if Capability.HISTORY not in has or drop_history:
+        return False
+    if Capability.HISTORY in takes:
+        return True
+    async with aclosing(cast(VersionSource, source).versions(batch=1)) as pages:
+        async for _ in pages:
+            raise InvalidArgumentError(
+                "the source keeps the history of updated and deleted memories and the "
+                "destination keeps none: copied, that history would be lost; migrate into an "
+                "SQLite store, or pass drop_history=True (agentrecall migrate --drop-history) "
+                "to copy the memories without it"
+            )
+    return False
+
+
+async def _first_scoped(source: RecordSource, batch: int) -> MemoryRecord | None:
+    """Return the first memory of ``source`` that belongs to a scope, or ``None``."""
+    done = 0
+    while True:
+        records = await source.list(offset=done, limit=batch)
+        for record in records:
+            if _scope_label(record):
+                return record
+        if len(records) < batch:
+            return None
+        done += len(records)
+
+
+def _capabilities(store: object) -> frozenset[Capability]:
+    return frozenset(getattr(store, "capabilities", ()))
+
+
+def _scope_label(item: MemoryRecord | MemoryVersion) -> str:
+    """Return ``user_id='ana', session_id='s1'``-style text; empty for an unscoped item."""
+    ids = {key: getattr(item, key) for key in ("user_id", "agent_id", "session_id")}
+    return ", ".join(f"{key}={value!r}" for key, value in ids.items() if value is not None)
+
+
+def _unscoped(items: Sequence[Any]) -> list[Any]:
+    """Return copies of records or versions without their scope ids."""
+    return [
+        dataclasses.replace(item, user_id=None, agent_id=None, session_id=None) for item in items
+    ]
 
 
 def store_kind(path: str | os.PathLike[str]) -> str:
@@ -155,23 +285,102 @@ async def migrate_files(
     *,
     batch: int = DEFAULT_BATCH,
     progress: Progress | None = None,
+    flatten: bool = False,
+    drop_history: bool = False,
 ) -> MigrationResult:
     """Copy the store in file ``source`` into the store in file ``destination``.
 
-    The source must exist; the destination is created when missing. Nothing is written when
-    the source cannot be read. Errors are those of :func:`open_store` and :func:`migrate`,
-    plus an ``InvalidArgumentError`` when both name the same file.
+    The source must exist; the destination is created when missing. Options and errors are
+    those of :func:`open_store` and :func:`migrate`, plus an ``InvalidArgumentError`` when
+    both name the same file. What a failure (or an interrupt, such as Ctrl-C) leaves:
+
+    * nothing is written when the source cannot be read, or when the copy would lose scopes
+      or history;
+    * a destination that did not exist appears only complete: the copy is written to a hidden
+      temporary file beside it and renamed into place at the end, and on failure the
+      temporary file is removed, so no destination is left behind;
+    * a JSON destination is written once, at the end: an existing one is left as it was;
+    * an existing SQLite destination is merged into in place, a batch per transaction: it
+      keeps the whole batches already copied, never part of one, and running the migration
+      again copies the rest. (It is not replaced by a copy, which would lose what other
+      processes write to it meanwhile.)
     """
     if os.path.realpath(source) == os.path.realpath(destination):
         raise InvalidArgumentError(f"source and destination are the same file: '{source}'")
+    options: dict[str, Any] = {"batch": batch, "progress": progress}
+    options.update(flatten=flatten, drop_history=drop_history)
     reader = open_store(source, must_exist=True)
-    writer = open_store(destination)
     try:
-        return await migrate(reader, writer, batch=batch, progress=progress)
+        if store_kind(destination) == "json":
+            return await _into_json(reader, JsonFileStore(name="memory", path=destination), options)
+        return await _into_sqlite(reader, os.fspath(destination), options)
     finally:
-        for store in (reader, writer):
-            if isinstance(store, SQLiteStore):
-                await store.aclose()
+        if isinstance(reader, SQLiteStore):
+            await reader.aclose()
+
+
+async def _into_json(
+    reader: RecordSource, writer: JsonFileStore, options: dict[str, Any]
+) -> MigrationResult:
+    """Migrate into a JSON file with one write at the end, staging the copy in memory."""
+    await writer.count()  # an unreadable destination fails before the source is read
+    # A JSON store holds its whole file in memory anyway; staging makes the copy one atomic
+    # write instead of a rewrite of the file per batch.
+    staging = JsonFileStore(name=writer.name, persist=False)
+    staged = await migrate(reader, staging, **options)
+    copied = await writer.import_records(await staging.list())
+    return MigrationResult(copied=copied, skipped=staged.copied + staged.skipped - copied)
+
+
+async def _into_sqlite(
+    reader: RecordSource, destination: str, options: dict[str, Any]
+) -> MigrationResult:
+    """Migrate into an SQLite file: in place if it exists, else through a temporary file."""
+    if os.path.lexists(destination):
+        writer = SQLiteStore(destination)
+        try:
+            return await migrate(reader, writer, **options)
+        finally:
+            await writer.aclose()
+    directory, name = os.path.split(os.path.abspath(destination))
+    temp = os.path.join(directory, f".{name}.{uuid.uuid4().hex[:12]}.migrating")
+    writer = SQLiteStore(temp)
+    published = False
+    try:
+        result = await migrate(reader, writer, **options)
+        # Closing the only connection folds the write-ahead log into the file, so the file
+        # alone is the whole database when it is renamed.
+        await writer.aclose()
+        if os.path.exists(temp):  # a source with nothing to copy creates no file
+            _publish(temp, destination)
+        published = True
+        return result
+    finally:
+        if not published:
+            await writer.aclose()
+            for leftover in (temp, f"{temp}-wal", f"{temp}-shm", f"{temp}-journal"):
+                if os.path.lexists(leftover):
+                    os.remove(leftover)
+
+
+def _publish(temp: str, destination: str) -> None:
+    """Give the finished file ``temp`` the name ``destination``, never replacing a file."""
+    taken = (
+        f"'{destination}' was created by something else during the migration and is left as "
+        "it is; run the migration again to copy into it"
+    )
+    try:
+        os.link(temp, destination)
+    except FileExistsError as error:
+        raise StorageError(taken) from error
+    except OSError:
+        # A file system without hard links: renaming may replace, so look first.
+        if os.path.lexists(destination):
+            raise StorageError(taken) from None
+        os.replace(temp, destination)
+    else:
+        os.remove(temp)
+    _fsync_directory(os.path.dirname(destination))
 
 
 def render_bar(done: int, total: int, width: int = 30) -> str:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Coroutine, Iterable, Mapping
+from collections.abc import Coroutine, Iterable, Iterator, Mapping
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, TypeVar
 
 from agentrecall._internal.loop import LoopRunner
 from agentrecall.errors import InvalidArgumentError
-from agentrecall.stores.base import Capability, MemoryStore
+from agentrecall.stores.base import DEFAULT_PAGE, Capability, MemoryStore
 from agentrecall.types import AddResult, JsonObject, MemoryEntry, MemoryRecord, MemoryVersion
 
 T = TypeVar("T")
@@ -109,6 +109,24 @@ class SyncStore:
         """Store copies of memories, keeping their ids; return how many were new."""
         result: int = self._call("import_records", None, records)
         return result
+
+    def import_versions(self, versions: Iterable[MemoryVersion]) -> int:
+        """Store copies of replaced versions in the history; return how many were new."""
+        result: int = self._call("import_versions", Capability.IMPORT, versions)
+        return result
+
+    def versions(self, *, batch: int = DEFAULT_PAGE) -> Iterator[Versions]:
+        """Yield every replaced version the store keeps, a page at a time.
+
+        Each page is read on the facade's loop when the iteration asks for it.
+        """
+        pages = self._method("versions", Capability.IMPORT)(batch=batch)
+        while True:
+            try:
+                page: Versions = self._run(self.store, pages.__anext__())
+            except StopAsyncIteration:
+                return
+            yield page
 
     def get(self, memory_id: str) -> MemoryRecord | None:
         """Return one memory by id, or ``None``."""

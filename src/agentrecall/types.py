@@ -65,6 +65,12 @@ class MemoryRecord:
         metadata: the stored metadata, ``None`` when the memory has none. A fresh object per call.
         updated_at: when ``update`` last changed it, if ever (stores with updates).
         expires_at: when it expires, if it does (stores with expiry).
+        user_id: the user whose memory it is, ``None`` when it belongs to no user.
+        agent_id: the agent whose memory it is, ``None`` when it belongs to no agent.
+        session_id: the session it belongs to, ``None`` when it belongs to none.
+
+    The three ids are the exact scope the memory was written in (stores with scopes); all
+    three are ``None`` for a memory written outside any scope, and in stores without scopes.
     """
 
     id: str
@@ -73,6 +79,9 @@ class MemoryRecord:
     metadata: JsonObject | None = None
     updated_at: str | None = None
     expires_at: str | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+    session_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +94,11 @@ class MemoryVersion:
         changed_at: when it was replaced (``YYYY-MM-DDTHH:MM:SS.mmmZ``).
         change: ``"update"``, ``"delete"`` or ``"expire"``.
         reason: why, as the caller said, or ``None``.
+        memory_id: the id of the memory it is a version of (stores fill it in; ``None`` only
+            in a version made by hand without one).
+        user_id: the user of the memory's scope, as in :class:`MemoryRecord`.
+        agent_id: the agent of the memory's scope.
+        session_id: the session of the memory's scope.
     """
 
     content: str
@@ -92,3 +106,7 @@ class MemoryVersion:
     changed_at: str
     change: str
     reason: str | None = None
+    memory_id: str | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+    session_id: str | None = None

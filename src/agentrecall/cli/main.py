@@ -148,12 +148,15 @@ def _eval_locomo(args: argparse.Namespace) -> int:
 def _migrate(args: argparse.Namespace) -> int:
     bar = ProgressBar(sys.stderr)
     try:
-        result = asyncio.run(migrate_files(args.source, args.destination, progress=bar))
+        options = {"flatten": args.flatten, "drop_history": args.drop_history}
+        result = asyncio.run(migrate_files(args.source, args.destination, progress=bar, **options))
     finally:
         bar.close()
     data = {"source": args.source, "destination": args.destination}
-    data.update(copied=result.copied, skipped=result.skipped)
-    text = f"copied {result.copied} memories to {args.destination} ({result.skipped} skipped)"
+    data.update(copied=result.copied, skipped=result.skipped, versions=result.versions)
+    history = f" and {result.versions} versions of history" if result.versions else ""
+    text = f"copied {result.copied} memories{history} to {args.destination}"
+    text += f" ({result.skipped} skipped)"
     _emit(args, data, text)
     return 0
 
@@ -283,5 +286,11 @@ def _parser() -> argparse.ArgumentParser:
     migrate.add_argument("source", type=_store_file, help="a .json, .db or .sqlite file")
     migrate.add_argument("destination", type=_store_file, help="created when missing")
     migrate.add_argument("--json", action="store_true", help="print JSON")
+    migrate.add_argument(
+        "--flatten", action="store_true", help="copy scoped memories unscoped (into a JSON file)"
+    )
+    migrate.add_argument(
+        "--drop-history", action="store_true", help="copy no history (into a JSON file)"
+    )
     migrate.set_defaults(storeless=_migrate)
     return parser

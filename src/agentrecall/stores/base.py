@@ -8,6 +8,9 @@ from typing import Any, Protocol, runtime_checkable
 
 from agentrecall.types import AddResult, JsonObject, MemoryEntry
 
+DEFAULT_PAGE = 5_000
+"""Items per page of a store's paged reads (such as ``versions``) when the caller gives none."""
+
 
 class Capability(str, enum.Enum):
     """An operation a store supports beyond ``search`` and ``add``.
@@ -37,7 +40,12 @@ class Capability(str, enum.Enum):
     EXPIRY = "expiry"
     """Memories may expire (``ttl``/``expires_at``); expired ones are never returned."""
     HISTORY = "history"
-    """``history(id)`` returns the versions ``update`` and ``delete`` replaced."""
+    """``history(id)`` returns the versions ``update``, ``delete`` and expiry replaced;
+    ``versions()`` pages through every version kept, deleted memories' too, and
+    ``import_versions(versions)`` copies versions in (with ``IMPORT``)."""
+    IMPORT = "import"
+    """``import_records(records)`` stores copies of memories keeping their ids and timestamps
+    (and, with ``SCOPE``, their scopes); what ``migrate`` writes with."""
 
 
 @runtime_checkable

@@ -94,6 +94,7 @@ class JsonFileStore:
             Capability.LIST,
             Capability.COUNT,
             Capability.ADD_MANY,
+            Capability.IMPORT,
         }
     )
 
@@ -215,12 +216,14 @@ class JsonFileStore:
         is skipped, and not counted, when its id is already in the file or earlier in the batch,
         or when its stripped content equals a stored memory's or an earlier record's.
         ``created_at`` may be any string, as the file format allows; ``updated_at`` and
-        ``expires_at`` have no place in the format and are dropped.
+        ``expires_at`` have no place in the format and are dropped. Scopes have no place in it
+        either, and are never dropped silently: a record with a ``user_id``, ``agent_id`` or
+        ``session_id`` is refused (clear them to store it unscoped).
 
         Raises:
             InvalidArgumentError: the store is not writable; or a record has blank content, a
-                blank id, a ``created_at`` that is not a string, or metadata that is not a JSON
-                object (the message gives the record's index).
+                blank id, a ``created_at`` that is not a string, metadata that is not a JSON
+                object, or a scope (the message gives the record's index).
             InvalidFileError: the file exists but cannot be parsed (it is left unchanged).
             StorageError: the file cannot be read or written.
         """
@@ -426,6 +429,13 @@ def _checked_record(index: int, record: MemoryRecord) -> MemoryRecord:
     if not isinstance(record.created_at, str):
         raise InvalidArgumentError(f"{where}: created_at must be a string")
     check_text(record.created_at, f"{where}: created_at")
+    ids = {key: getattr(record, key) for key in ("user_id", "agent_id", "session_id")}
+    held = ", ".join(f"{key}={value!r}" for key, value in ids.items() if value is not None)
+    if held:
+        raise InvalidArgumentError(
+            f"{where} belongs to a scope ({held}), which a JSON memory file cannot hold; "
+            "clear its user_id, agent_id and session_id to store it unscoped"
+        )
     return record
 
 

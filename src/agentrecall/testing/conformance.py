@@ -32,11 +32,12 @@ from __future__ import annotations
 from agentrecall.testing._contract_base import TIMESTAMP, StoreFactory
 from agentrecall.testing._contract_capabilities import CapabilityContract
 from agentrecall.testing._contract_core import CoreContract
+from agentrecall.testing._contract_import import ImportContract
 
 __all__ = ["TIMESTAMP", "StoreContract", "StoreFactory"]
 
 
-class StoreContract(CapabilityContract, CoreContract):
+class StoreContract(ImportContract, CapabilityContract, CoreContract):
     """The whole contract; subclass it as ``Test<YourStore>`` and provide ``make_store``.
 
     Attributes:

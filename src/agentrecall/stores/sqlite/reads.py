@@ -1,8 +1,8 @@
 """The reads behind ``SQLiteStore``: the conditions every read applies, and record queries.
 
 Search has its own module (:mod:`~agentrecall.stores.sqlite.search`); these are the plain
-reads (``get``, ``list``, ``count``, ``history``). Each query function takes an open
-connection and runs on the store's worker thread.
+reads (``get``, ``list``, ``count``, ``history``, ``versions``). Each query function takes an
+open connection and runs on the store's worker thread.
 """
 
 from __future__ import annotations
@@ -15,12 +15,14 @@ from typing import Any
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall.retrieval.filters import check_filter, to_sql
 from agentrecall.stores.sqlite.query import Scope, timestamp
-from agentrecall.stores.sqlite.rows import RECORD_COLUMNS
-from agentrecall.stores.sqlite.rows import metadata as decode_metadata
+from agentrecall.stores.sqlite.rows import RECORD_COLUMNS, RECORDS, VERSION_COLUMNS, VERSIONS
 from agentrecall.stores.sqlite.rows import record as to_record
+from agentrecall.stores.sqlite.rows import version as to_version
 from agentrecall.types import MemoryRecord, MemoryVersion
 
 Params = list[object]
+Cursor = tuple[str, int]
+"""Where a page of versions ended: the last version's memory id and row number."""
 
 
 def conditions(
@@ -58,7 +60,7 @@ def get(
 ) -> MemoryRecord | None:
     """Return the memory with ``memory_id`` that meets ``where``, or ``None``."""
     row = connection.execute(
-        f"SELECT {RECORD_COLUMNS} FROM memories AS m WHERE m.id = ? AND {where}",
+        f"SELECT {RECORD_COLUMNS} FROM {RECORDS} WHERE m.id = ? AND {where}",
         [memory_id, *params],
     ).fetchone()
     return None if row is None else to_record(row)
@@ -69,7 +71,7 @@ def page(
 ) -> list[MemoryRecord]:
     """Return the memories that meet ``where``, oldest first, from ``offset``, at most ``limit``."""
     rows = connection.execute(
-        f"SELECT {RECORD_COLUMNS} FROM memories AS m WHERE {where} ORDER BY m.seq LIMIT ? OFFSET ?",
+        f"SELECT {RECORD_COLUMNS} FROM {RECORDS} WHERE {where} ORDER BY m.seq LIMIT ? OFFSET ?",
         [*params, -1 if limit is None else limit, offset],
     ).fetchall()
     return [to_record(row) for row in rows]
@@ -88,8 +90,37 @@ def history(connection: sqlite3.Connection, scope: Scope, memory_id: str) -> lis
     """Return the replaced versions of a memory of ``scope``, oldest first."""
     where, params = scope.where("h")
     rows = connection.execute(
-        "SELECT h.content, h.metadata, h.changed_at, h.change, h.reason "
-        f"FROM memory_history AS h WHERE h.id = ? AND {where} ORDER BY h.seq",
+        f"SELECT {VERSION_COLUMNS} FROM {VERSIONS} WHERE h.id = ? AND {where} ORDER BY h.seq",
         [memory_id, *params],
     ).fetchall()
-    return [MemoryVersion(r[0], decode_metadata(r[1]), r[2], r[3], r[4]) for r in rows]
+    return [to_version(row) for row in rows]
+
+
+def versions(
+    connection: sqlite3.Connection, *, scope: Scope, after: Cursor | None, limit: int
+) -> tuple[list[MemoryVersion], Cursor | None]:
+    """Return the next page of every version of ``scope``, and where it ended (``None``: last).
+
+    Versions come by memory id, then oldest first, from just past ``after``: about ``limit``
+    of them, more when the last one's memory has further versions replaced in the same
+    millisecond, which the page then holds too. So a page never splits versions that could
+    be identical, which lets an import tell a version sent again from a new one.
+    """
+    where, params = scope.where("h")
+    select = f"SELECT h.seq, {VERSION_COLUMNS} FROM {VERSIONS} WHERE {where}"
+    if after is None:
+        rows = connection.execute(f"{select} ORDER BY h.id, h.seq LIMIT ?", [*params, limit])
+    else:
+        rows = connection.execute(
+            f"{select} AND (h.id, h.seq) > (?, ?) ORDER BY h.id, h.seq LIMIT ?",
+            [*params, *after, limit],
+        )
+    page = rows.fetchall()
+    if len(page) < limit:
+        return [to_version(row[1:]) for row in page], None
+    last = page[-1]
+    page += connection.execute(
+        f"{select} AND h.id = ? AND h.changed_at = ? AND h.seq > ? ORDER BY h.seq",
+        [*params, last[6], last[3], last[0]],
+    ).fetchall()
+    return [to_version(row[1:]) for row in page], (page[-1][6], page[-1][0])

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import copy
+import functools
 import os
 import sqlite3
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any, ClassVar, TypeVar
 
@@ -26,8 +27,8 @@ from agentrecall._internal.paths import agentrecall_home, sanitize_name
 from agentrecall._internal.sqlite import Database
 from agentrecall._internal.worker import Worker
 from agentrecall.errors import InvalidArgumentError
-from agentrecall.stores.base import Capability
-from agentrecall.stores.sqlite import reads, writes
+from agentrecall.stores.base import DEFAULT_PAGE, Capability
+from agentrecall.stores.sqlite import imports, reads, writes
 from agentrecall.stores.sqlite.query import (
     Scope,
     content_hash,
@@ -90,6 +91,9 @@ class SQLiteStore:
       by its views), never on the caller's event loop.
     * Expired memories are never returned and are purged by the next write.
     * ``update``, ``delete`` and expiry keep the replaced version: :meth:`history`.
+    * Copies are exact: records carry their scope, :meth:`import_records` puts each back in
+      it, and :meth:`versions` with :meth:`import_versions` copies the whole history, deleted
+      memories' too (what :func:`agentrecall.migrate.migrate` does).
     """
 
     capabilities: ClassVar[frozenset[Capability]] = frozenset(Capability)
@@ -260,24 +264,54 @@ class SQLiteStore:
         return await self._write(writes.add, batch, expiry, checked)
 
     async def import_records(self, records: Iterable[MemoryRecord]) -> int:
-        """Store copies of memories, keeping their ids and timestamps; return how many were new.
+        """Store copies of memories with their ids, timestamps and scopes; return how many are new.
 
-        One transaction: every record is checked first, so a bad record stores nothing. The
-        records join this view's scope. A record is skipped, and not counted, when its id is
-        already in the database (in any scope), when its stripped content equals a memory of
-        this scope or an earlier record of the batch, or when it has already expired.
-        ``updated_at`` and ``expires_at`` are kept when present.
+        One transaction: every record is checked first, so a bad record stores nothing.
+        Memories keep the order of ``records``. Each record goes into its own scope (its
+        ``user_id``, ``agent_id`` and ``session_id``), which is created when new, so memories
+        read from one store's ``list`` go back into the scopes they came from. In a scope view,
+        the view's ids fill the ones a record leaves ``None`` (a record with none joins the
+        view's scope), and a record whose id contradicts the view's is refused: a view never
+        writes outside itself. A record is skipped, and not counted, when its id is already
+        in the database (in any scope), when its stripped content equals a memory of its
+        scope or an earlier record of the batch for that scope, or when it has already
+        expired. ``updated_at`` and ``expires_at`` are kept when present.
 
         Raises:
             InvalidArgumentError: the store is not writable; or a record has blank content, a
-                blank id, metadata that is not a JSON object, or a timestamp not in the stored
-                shape ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (the message gives the record's index).
+                blank id, metadata that is not a JSON object, a scope id that is not ``None``
+                or a non-empty string, or one outside this view, or a timestamp not in the
+                stored shape ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (the message gives the record's
+                index).
         """
         self._check_writable()
         batch = list(records)
         # As in add_many, records are checked and turned into rows in the worker, a chunk at a
         # time while SQLite indexes the chunk before; a bad record still stores nothing.
-        return await self._write(writes.import_records, batch) if batch else 0
+        return await self._write(imports.import_records, batch) if batch else 0
+
+    async def import_versions(self, versions: Iterable[MemoryVersion]) -> int:
+        """Add copies of replaced versions to the history, as they are; return how many were new.
+
+        The counterpart of :meth:`versions`, for copying a store's history: each version keeps
+        its memory id, content, metadata, ``changed_at``, change and reason, and goes into its
+        scope as a record does in :meth:`import_records`. The memory need not exist (the
+        history of a deleted memory is kept too). One transaction; every version is checked
+        first. A version identical in all of that to one already kept is that one: of ``n``
+        identical versions in a call only as many as the history lacks are added, so
+        importing the same pages of :meth:`versions` again adds nothing. Versions are appended,
+        after any the store already keeps of the same memory.
+
+        Raises:
+            InvalidArgumentError: the store is not writable; or a version has no
+                ``memory_id``, blank content, metadata that is not a JSON object, a
+                ``changed_at`` not in the stored shape, a change other than ``"update"``,
+                ``"delete"`` or ``"expire"``, a reason that is not a string, or a scope id as
+                :meth:`import_records` refuses (the message gives the version's index).
+        """
+        self._check_writable()
+        batch = list(versions)
+        return await self._write(imports.import_versions, batch) if batch else 0
 
     async def search(
         self,
@@ -426,6 +460,31 @@ class SQLiteStore:
         scope = self._scope
         return await self._read(lambda db: reads.history(db, scope, memory_id))
 
+    async def versions(self, *, batch: int = DEFAULT_PAGE) -> AsyncGenerator[Versions, None]:
+        """Yield every replaced version this scope keeps, of every memory, a page at a time.
+
+        Deleted memories' versions are included. Versions come by memory id, then oldest
+        first, each naming its memory and scope, in pages of about ``batch``: a page also
+        holds the further versions of its last memory replaced in the same millisecond, so it
+        never splits versions that could be identical (see :meth:`import_versions`). Each page
+        is one read; versions replaced while paging may or may not be included.
+
+        Raises:
+            InvalidArgumentError: ``batch`` is not an integer of at least 1.
+        """
+        if batch is None:  # check_limit lets None through, meaning "no limit"
+            raise InvalidArgumentError("batch must be an integer of at least 1, got None")
+        check_limit(batch, "batch")
+        scope = self._scope
+        after: reads.Cursor | None = None
+        while True:
+            read = functools.partial(reads.versions, scope=scope, after=after, limit=batch)
+            page, after = await self._read(read)
+            if page:
+                yield page
+            if after is None:
+                return
+
     # --- checks and plumbing ------------------------------------------------------------------
 
     def _check_writable(self) -> None:
@@ -453,5 +512,5 @@ class SQLiteStore:
         return await self._offload(self._db.run, query)
 
     async def _write(self, transaction: Callable[..., T], *args: Any) -> T:
-        """Run one of :mod:`.writes`' transactions on this view's scope."""
+        """Run one of :mod:`.writes`' or :mod:`.imports`' transactions on this view's scope."""
         return await self._offload(transaction, self._db, self._scope, self._fsync, *args)

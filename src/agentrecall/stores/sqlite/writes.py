@@ -1,8 +1,9 @@
-"""The write transactions behind ``SQLiteStore``: add, import, update and delete.
+"""The write transactions behind ``SQLiteStore``: add, update and delete.
 
 Each function runs on the store's worker thread and is one transaction of
 :meth:`Database.run`, retried as a whole when another process holds the database. Arguments
-were checked by the store, except what a large batch checks chunk by chunk here.
+were checked by the store, except what a large batch checks chunk by chunk here. Imports,
+which copy memories and history in, are in :mod:`~agentrecall.stores.sqlite.imports`.
 """
 
 from __future__ import annotations
@@ -11,21 +12,20 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from agentrecall._internal.checks import check_item, check_record
+from agentrecall._internal.checks import check_item
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall._internal.ids import new_time_ordered_ids
 from agentrecall._internal.jsonencode import compact_encoder
 from agentrecall._internal.sqlite import Database
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.stores.sqlite.dedup import KEY_CHUNK, find_equal, free_key, insert_new
-from agentrecall.stores.sqlite.query import STORED_TIME, Scope, content_key
-from agentrecall.stores.sqlite.rows import RECORD_COLUMNS
+from agentrecall.stores.sqlite.query import Scope, content_key
+from agentrecall.stores.sqlite.rows import RECORD_COLUMNS, RECORDS
 from agentrecall.stores.sqlite.rows import record as to_record
 from agentrecall.stores.sqlite.tables import (
     DEFERRED_ROWS,
     Row,
     keep_versions,
-    last_seq,
     purge_expired,
     scope_number,
 )
@@ -34,7 +34,6 @@ from agentrecall.types import AddResult, JsonObject, MemoryRecord
 T = TypeVar("T")
 
 Items = Sequence[tuple[str, JsonObject | None]]
-ImportRow = tuple[str | int | None, ...]
 # Metadata was checked to be a finite, acyclic JSON object (see compact_encoder).
 _encode = compact_encoder()
 
@@ -86,52 +85,7 @@ def add(
             return results
         return [AddResult(id=_fresh(memory_id)) for memory_id in ids]
 
-    return _write_and_index(db, durable, write, len(items))
-
-
-def import_records(
-    db: Database, scope: Scope, durable: bool, records: Sequence[MemoryRecord]
-) -> int:
-    """Insert copies of memories with their ids and timestamps; return how many were new."""
-    now = utc_timestamp()
-
-    def build(start: int, stop: int) -> list[Row]:
-        part = records[start:stop]
-        rows = (import_row(index, record) for index, record in enumerate(part, start))
-        return [row for row in rows if not isinstance(row[6], str) or row[6] > now]
-
-    def write(connection: sqlite3.Connection) -> int:
-        purge_expired(connection, now)
-        number = scope_number(connection, scope)
-        # No conflict target: a taken id and a duplicate content both skip the row.
-        conflict = "ON CONFLICT DO NOTHING"
-        base = last_seq(connection)
-        return insert_new(connection, number, len(records), build, conflict, None, base)[0]
-
-    return _write_and_index(db, durable, write, len(records))
-
-
-def import_row(index: int, record: MemoryRecord) -> ImportRow:
-    """Check one record of an import and return its row; messages give the record's index."""
-    where = check_record(index, record)
-    for field in ("created_at", "updated_at", "expires_at"):
-        value = getattr(record, field)
-        if (value is not None or field == "created_at") and not (
-            isinstance(value, str) and STORED_TIME.fullmatch(value)
-        ):
-            raise InvalidArgumentError(
-                f"{where}: {field} must look like 2025-01-31T09:30:00.000Z, got {value!r}"
-            )
-    metadata = record.metadata
-    return (
-        record.id,
-        record.content,
-        content_key(record.content),
-        None if metadata is None else _encode(metadata),
-        record.created_at,
-        record.updated_at,
-        record.expires_at,
-    )
+    return write_and_index(db, durable, write, len(items))
 
 
 def update(
@@ -173,7 +127,7 @@ def update(
             (new_content, key, old_metadata if metadata is None else _encode(metadata), now, seq),
         )
         updated = connection.execute(
-            f"SELECT {RECORD_COLUMNS} FROM memories AS m WHERE m.seq = ?", (seq,)
+            f"SELECT {RECORD_COLUMNS} FROM {RECORDS} WHERE m.seq = ?", (seq,)
         ).fetchone()
         return to_record(updated)
 
@@ -216,7 +170,7 @@ def remove(
     return db.run(write, write=True, durable=durable)
 
 
-def _write_and_index(
+def write_and_index(
     db: Database, durable: bool, write: Callable[[sqlite3.Connection], T], batch: int
 ) -> T:
     """Run an insert of ``batch`` memories; ask for the index to catch up if it deferred."""
