@@ -547,9 +547,22 @@ def test_store_option_memory_is_the_default(cli: Cli) -> None:
 def test_store_name_is_made_file_safe(cli: Cli, home: Path) -> None:
     cli.add("x", "--store", "team/notes")
     cli.add("y", "--store", "../escape")
-    assert records(db_file(home, "team_notes"))[0]["content"] == "x"
-    assert records(db_file(home, "__escape"))[0]["content"] == "y"
+    (team,) = (home / "memory").glob("team_notes+*.db")
+    (escape,) = (home / "memory").glob("__escape+*.db")
+    assert records(team)[0]["content"] == "x"
+    assert records(escape)[0]["content"] == "y"
     assert sorted(p.name for p in home.iterdir()) == ["memory"]
+
+
+@pytest.mark.parametrize(("first", "second"), [("日本", "中国"), ("a/b", "a_b"), ("a b", "a?b")])
+def test_store_names_that_look_alike_once_made_file_safe_keep_apart(
+    cli: Cli, home: Path, first: str, second: str
+) -> None:
+    first_id = cli.add("a memory of the first store", "--store", first)
+    second_id = cli.add("a memory of the second store", "--store", second)
+    assert [row["id"] for row in cli.json("list", "--store", first)] == [first_id]
+    assert [row["id"] for row in cli.json("list", "--store", second)] == [second_id]
+    assert len(list((home / "memory").iterdir())) == 2
 
 
 @pytest.mark.parametrize("name", ["", "   "])
@@ -727,13 +740,13 @@ def test_legacy_notice_quotes_paths_with_spaces(
 ) -> None:
     home = tmp_path / "my home"
     monkeypatch.setenv("AGENTRECALL_HOME", str(home))
-    make_legacy_store(cli, home, "work_notes")
-    _, _, err = cli("--store", "work notes", "list")
+    make_legacy_store(cli, home, "work")
+    _, _, err = cli("--store", "work", "list")
     assert notice_command(err) == [
         "agentrecall",
         "migrate",
-        str(legacy_file(home, "work_notes")),
-        str(db_file(home, "work_notes")),
+        str(legacy_file(home, "work")),
+        str(db_file(home, "work")),
     ]
 
 

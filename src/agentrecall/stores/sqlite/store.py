@@ -14,7 +14,7 @@ from agentrecall._internal.clock import utc_timestamp
 from agentrecall._internal.ids import new_time_ordered_ids
 from agentrecall._internal.jsonencode import compact_encoder
 from agentrecall._internal.jsonvalue import check_json_object
-from agentrecall._internal.paths import agentrecall_home, sanitize_name
+from agentrecall._internal.paths import default_store_path
 from agentrecall._internal.sqlite import Database
 from agentrecall._internal.worker import Worker
 from agentrecall.errors import InvalidArgumentError
@@ -156,7 +156,7 @@ class SQLiteStore:
         self.extraction = extraction
         self._ttl = seconds(ttl, "ttl")
         if path is None:
-            path = agentrecall_home() / "memory" / f"{sanitize_name(name)}.db"
+            path = default_store_path(name, ".db")
         self._path = os.path.abspath(os.path.expanduser(os.fspath(path)))
         self._db = Database(
             self._path,
