@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import ctypes
+import importlib.metadata
 import json
 import os
 import re
-import shlex
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -15,8 +17,11 @@ from typing import Any
 
 import pytest
 
-from agentrecall import SQLiteStore
+import agentrecall
+from agentrecall import SQLiteStore, SyncStore
 from agentrecall.cli.main import main
+from agentrecall.migrate import DEFAULT_BATCH
+from agentrecall.storage.local import LOCK_PREFIX
 
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -62,13 +67,10 @@ class Cli:
         return err
 
     def usage_error(self, *argv: str) -> str:
-        self.capsys.readouterr()
-        with pytest.raises(SystemExit) as exit_info:
-            main([*self.options, *argv])
-        assert exit_info.value.code == 2
-        out, err = self.capsys.readouterr()
-        assert out == ""
-        assert "Traceback" not in err
+        code, out, err = self(*argv)
+        assert (code, out) == (2, ""), (argv, code, out, err)
+        assert err.startswith("usage: agentrecall")
+        assert_one_error_line(err.splitlines(keepends=True)[-1])
         return err
 
 
@@ -85,14 +87,14 @@ def assert_one_error_line(err: str) -> None:
     assert "Traceback" not in err
 
 
+def json_error(message: str, code: int) -> str:
+    """What ``--json`` writes on stderr for an error."""
+    return json.dumps({"error": message, "code": code}, ensure_ascii=False) + "\n"
+
+
 def db_file(home: Path, name: str = "memory") -> Path:
     """Where the default store of ``name`` lives: ``$AGENTRECALL_HOME/memory/<name>.db``."""
     return home / "memory" / f"{name}.db"
-
-
-def legacy_file(home: Path, name: str = "memory") -> Path:
-    """Where the store of ``name`` lived when the default was a JSON file."""
-    return home / "memory" / f"{name}.json"
 
 
 def records(path: Path) -> list[dict[str, Any]]:
@@ -138,12 +140,18 @@ class Target:
     def records(self) -> list[dict[str, Any]]:
         return json_records(self.file) if self.kind == "json" else records(self.file)
 
+    def make_empty(self) -> None:
+        """Leave an empty store: no file for a store chosen by name, an empty store file else."""
+        if self.cli.options and self.cli.options[0] in ("--path", "--db"):
+            memory_id = self.cli.add("placeholder")
+            self.cli.ok("delete", memory_id)
+
 
 TARGETS: dict[str, Callable[[Path, Path], tuple[str, tuple[str, ...], Path]]] = {
     "default": lambda home, tmp: ("sqlite", (), db_file(home)),
     "store": lambda home, tmp: ("sqlite", ("--store", "team"), db_file(home, "team")),
-    "path": lambda home, tmp: ("json", ("--path", str(tmp / "a" / "m.json")), tmp / "a" / "m.json"),
-    "db": lambda home, tmp: ("sqlite", ("--db", str(tmp / "a" / "m.db")), tmp / "a" / "m.db"),
+    "path": lambda home, tmp: ("json", ("--path", str(tmp / "m.json")), tmp / "m.json"),
+    "db": lambda home, tmp: ("sqlite", ("--db", str(tmp / "m.db")), tmp / "m.db"),
 }
 
 
@@ -374,6 +382,7 @@ def test_search_limit_not_a_number_is_a_usage_error(cli: Cli) -> None:
 
 
 def test_search_no_match_messages(target: Target) -> None:
+    target.make_empty()
     assert target.cli.ok("search", "anything") == "no memories match\n"
     assert target.cli.json("search", "anything") == []
     target.cli.add("bananas")
@@ -382,12 +391,29 @@ def test_search_no_match_messages(target: Target) -> None:
     assert target.cli.json("search", "apples") == []
 
 
-def test_reading_a_store_that_does_not_exist_creates_nothing(target: Target, home: Path) -> None:
-    target.cli.ok("search", "x")
-    target.cli.ok("list")
-    target.cli.fail("delete", "x")
-    assert not target.file.parent.exists()
+@pytest.mark.parametrize("store", [(), ("--store", "team")])
+def test_reading_a_store_name_without_a_file_creates_nothing(
+    capsys: pytest.CaptureFixture[str], home: Path, store: tuple[str, ...]
+) -> None:
+    cli = Cli(capsys, store)
+    assert cli.ok("search", "x") == "no memories match\n"
+    assert cli.ok("list") == "the store is empty\n"
+    assert cli.fail("delete", "x") == "agentrecall: error: no memory with id 'x'\n"
     assert not home.exists()
+
+
+@pytest.mark.parametrize("option", ["--path", "--db"])
+@pytest.mark.parametrize("command", [["search", "x"], ["list"], ["delete", "x"]])
+def test_reading_a_missing_store_file_says_there_is_no_store(
+    cli: Cli, tmp_path: Path, option: str, command: list[str]
+) -> None:
+    path = tmp_path / ("mistyped.json" if option == "--path" else "mistyped.db")
+    err = cli.fail(option, str(path), *command)
+    assert err == (
+        f"agentrecall: error: no store at '{path}': the file does not exist "
+        "(check the path; 'add' creates it)\n"
+    )
+    assert list(tmp_path.iterdir()) == []
 
 
 # --- list -----------------------------------------------------------------------------------
@@ -425,6 +451,7 @@ def test_list_json_output(target: Target) -> None:
 
 
 def test_list_empty_messages(target: Target) -> None:
+    target.make_empty()
     assert target.cli.ok("list") == "the store is empty\n"
     assert target.cli.json("list") == []
 
@@ -547,9 +574,22 @@ def test_store_option_memory_is_the_default(cli: Cli) -> None:
 def test_store_name_is_made_file_safe(cli: Cli, home: Path) -> None:
     cli.add("x", "--store", "team/notes")
     cli.add("y", "--store", "../escape")
-    assert records(db_file(home, "team_notes"))[0]["content"] == "x"
-    assert records(db_file(home, "__escape"))[0]["content"] == "y"
+    (team,) = (home / "memory").glob("team_notes+*.db")
+    (escape,) = (home / "memory").glob("__escape+*.db")
+    assert records(team)[0]["content"] == "x"
+    assert records(escape)[0]["content"] == "y"
     assert sorted(p.name for p in home.iterdir()) == ["memory"]
+
+
+@pytest.mark.parametrize(("first", "second"), [("日本", "中国"), ("a/b", "a_b"), ("a b", "a?b")])
+def test_store_names_that_look_alike_once_made_file_safe_keep_apart(
+    cli: Cli, home: Path, first: str, second: str
+) -> None:
+    first_id = cli.add("a memory of the first store", "--store", first)
+    second_id = cli.add("a memory of the second store", "--store", second)
+    assert [row["id"] for row in cli.json("list", "--store", first)] == [first_id]
+    assert [row["id"] for row in cli.json("list", "--store", second)] == [second_id]
+    assert len(list((home / "memory").iterdir())) == 2
 
 
 @pytest.mark.parametrize("name", ["", "   "])
@@ -560,7 +600,8 @@ def test_blank_store_name_is_refused(cli: Cli, home: Path, name: str) -> None:
 
 
 def test_path_option_uses_that_json_file(cli: Cli, home: Path, tmp_path: Path) -> None:
-    path = tmp_path / "elsewhere" / "deeper" / "mine.json"
+    path = tmp_path / "elsewhere" / "mine.json"
+    path.parent.mkdir()
     memory_id = cli.add("path fact", "--path", str(path))
     assert [r["id"] for r in json_records(path)] == [memory_id]
     assert not home.exists()
@@ -572,11 +613,30 @@ def test_path_option_uses_that_json_file(cli: Cli, home: Path, tmp_path: Path) -
 
 def test_db_option_uses_that_sqlite_file(cli: Cli, home: Path, tmp_path: Path) -> None:
     path = tmp_path / "elsewhere" / "mine.sqlite"
+    path.parent.mkdir()
     memory_id = cli.add("db fact", "--db", str(path))
     assert [r["id"] for r in records(path)] == [memory_id]
     assert sorted(p.name for p in path.parent.iterdir()) == ["mine.sqlite"]
     assert not home.exists()
     assert cli.json("list") == []
+
+
+@pytest.mark.parametrize(("option", "name"), [("--path", "m.json"), ("--db", "m.db")])
+def test_add_creates_a_store_file_but_not_its_directory(
+    cli: Cli, tmp_path: Path, option: str, name: str
+) -> None:
+    missing = tmp_path / "mistyped" / "deeper"
+    err = cli.fail(option, str(missing / name), "add", "x")
+    assert err == (
+        f"agentrecall: error: cannot create the store '{missing / name}': the directory "
+        f"'{missing}' does not exist (create it first, or check the path)\n"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_default_store_directory_is_created_on_first_add(cli: Cli, home: Path) -> None:
+    cli.add("x", "--store", "work")
+    assert [p.name for p in (home / "memory").iterdir()] == ["work.db"]
 
 
 @pytest.mark.parametrize(("option", "name"), [("--path", "rel.json"), ("--db", "rel.db")])
@@ -640,17 +700,15 @@ def test_db_goes_with_no_other_store_option(cli: Cli, tmp_path: Path) -> None:
 
 def test_no_command_is_a_usage_error(cli: Cli) -> None:
     cli.usage_error()
-    cli.usage_error("--json")
     cli.usage_error("forget", "x")
+    assert cli("--json") == (2, "", json_error("the following arguments are required: COMMAND", 2))
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["add", "--help"], ["list", "--help"]])
 def test_help_names_the_default_and_each_store_option(
     capsys: pytest.CaptureFixture[str], argv: list[str]
 ) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    assert exit_info.value.code == 0
+    assert main(argv) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "--store NAME the SQLite store $AGENTRECALL_HOME/memory/NAME.db; the default" in text
     assert "with NAME memory" in text
@@ -661,135 +719,9 @@ def test_help_names_the_default_and_each_store_option(
 def test_top_level_help_says_where_the_default_store_lives(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    with pytest.raises(SystemExit):
-        main(["--help"])
+    assert main(["--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "Without --store, --path or --db: $AGENTRECALL_HOME/memory/memory.db" in text
-
-
-# --- the JSON file of earlier versions ------------------------------------------------------
-
-
-def make_legacy_store(cli: Cli, home: Path, name: str = "memory") -> str:
-    """Write the JSON file that ``--store name`` meant before SQLite was the default."""
-    return cli.add("The user prefers aisle seats", "--path", str(legacy_file(home, name)))
-
-
-def notice_command(err: str) -> list[str]:
-    """The ``agentrecall migrate`` command line of the legacy notice, as arguments."""
-    (line,) = err.splitlines()
-    assert line.startswith("agentrecall: note: ")
-    prefix, _, command = line.partition("copy its memories with: ")
-    assert prefix
-    return shlex.split(command)
-
-
-@pytest.mark.parametrize(
-    ("command", "output"),
-    [
-        (["list"], "the store is empty\n"),
-        (["search", "aisle seats"], "no memories match\n"),
-        (["--json", "list"], "[]\n"),
-    ],
-)
-def test_legacy_json_store_is_noticed_with_the_command_that_copies_it(
-    cli: Cli, home: Path, command: list[str], output: str
-) -> None:
-    legacy_id = make_legacy_store(cli, home)
-    code, out, err = cli(*command)
-    assert (code, out) == (0, output)
-    assert notice_command(err) == [
-        "agentrecall",
-        "migrate",
-        str(legacy_file(home)),
-        str(db_file(home)),
-    ]
-    assert str(db_file(home)) in err.partition("copy")[0]
-    assert str(legacy_file(home)) in err.partition("copy")[0]
-    # The notice neither migrates nor creates the database.
-    assert not db_file(home).exists()
-    assert [r["id"] for r in json_records(legacy_file(home))] == [legacy_id]
-
-
-def test_the_noticed_command_migrates_and_the_notice_stops(cli: Cli, home: Path) -> None:
-    legacy_id = make_legacy_store(cli, home)
-    _, _, err = cli("list")
-    argv = notice_command(err)
-    assert argv[:2] == ["agentrecall", "migrate"]
-    code, out, _ = cli(*argv[1:])
-    assert (code, out) == (0, f"copied 1 memories to {db_file(home)} (0 skipped)\n")
-    assert [r["id"] for r in records(db_file(home))] == [legacy_id]
-    assert [hit["id"] for hit in cli.json("search", "aisle seats")] == [legacy_id]
-
-
-def test_legacy_notice_quotes_paths_with_spaces(
-    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    home = tmp_path / "my home"
-    monkeypatch.setenv("AGENTRECALL_HOME", str(home))
-    make_legacy_store(cli, home, "work_notes")
-    _, _, err = cli("--store", "work notes", "list")
-    assert notice_command(err) == [
-        "agentrecall",
-        "migrate",
-        str(legacy_file(home, "work_notes")),
-        str(db_file(home, "work_notes")),
-    ]
-
-
-def test_legacy_notice_on_add_then_never_again(cli: Cli, home: Path) -> None:
-    make_legacy_store(cli, home)
-    code, out, err = cli("add", "new fact")
-    assert code == 0 and UUID.match(out.strip())
-    assert notice_command(err)[2:] == [str(legacy_file(home)), str(db_file(home))]
-    assert [r["content"] for r in records(db_file(home))] == ["new fact"]
-    cli.ok("list")
-
-
-def test_legacy_notice_comes_with_an_error_on_its_own_line(cli: Cli, home: Path) -> None:
-    make_legacy_store(cli, home)
-    code, out, err = cli("delete", "nope")
-    assert (code, out) == (1, "")
-    note, error = err.splitlines()
-    assert note.startswith("agentrecall: note: ")
-    assert error == "agentrecall: error: no memory with id 'nope'"
-
-
-def test_no_legacy_notice_once_the_database_exists(cli: Cli, home: Path) -> None:
-    cli.add("new fact")
-    make_legacy_store(cli, home)
-    assert cli.json("list")[0]["content"] == "new fact"
-    cli.ok("search", "aisle")
-
-
-def test_legacy_notice_only_for_the_chosen_store_name(cli: Cli, home: Path, tmp_path: Path) -> None:
-    make_legacy_store(cli, home, "other")
-    cli.ok("list")
-    cli.ok("--store", "work", "list")
-    cli.ok("--db", str(tmp_path / "x.db"), "list")
-    cli.ok("--path", str(tmp_path / "x.json"), "list")
-    # --db and --path name their file: the legacy file of the default name is not theirs.
-    make_legacy_store(cli, home)
-    cli.ok("--db", str(tmp_path / "x.db"), "list")
-    cli.ok("--path", str(tmp_path / "x.json"), "list")
-    _, _, err = cli("--store", "other", "list")
-    assert notice_command(err)[2:] == [str(legacy_file(home, "other")), str(db_file(home, "other"))]
-
-
-def test_legacy_notice_does_not_read_the_json_file(cli: Cli, home: Path) -> None:
-    legacy_file(home).parent.mkdir(parents=True)
-    legacy_file(home).write_bytes(b"{not json")
-    code, out, err = cli("list")
-    assert (code, out) == (0, "the store is empty\n")
-    assert notice_command(err)[2:] == [str(legacy_file(home)), str(db_file(home))]
-    assert legacy_file(home).read_bytes() == b"{not json"
-
-
-def test_the_readme_shows_the_notice_as_printed(cli: Cli, home: Path) -> None:
-    make_legacy_store(cli, home)
-    _, _, err = cli("list")
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    assert err.replace(str(home), "/home/ana/.agentrecall") in readme
 
 
 # --- unusable files -------------------------------------------------------------------------
@@ -872,6 +804,206 @@ def test_path_that_names_no_file(cli: Cli, path: str) -> None:
     assert "path" in err
 
 
+def test_a_store_file_that_cannot_be_looked_at_is_an_error_not_an_empty_store(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A regular file where a directory should be: ENOTDIR, which binds root too. Only a missing
+    # file (ENOENT) means that there is no store yet.
+    blocker = tmp_path / "blocker"
+    blocker.write_text("x")
+    for option in (["--db", str(blocker / "m.db")], ["--path", str(blocker / "m.json")]):
+        for command in (["list"], ["search", "x"], ["delete", "x"], ["add", "x"]):
+            err = cli.fail(*option, *command)
+            assert err == (
+                f"agentrecall: error: cannot use the store file '{option[1]}': Not a directory\n"
+            )
+    monkeypatch.setenv("AGENTRECALL_HOME", str(blocker))
+    err = cli.fail("list")
+    assert err == (
+        f"agentrecall: error: cannot use the store file '{blocker / 'memory' / 'memory.db'}': "
+        "Not a directory\n"
+    )
+    assert blocker.read_text() == "x"
+
+
+@pytest.mark.parametrize("option", ["--db", "default"])
+def test_an_empty_database_file_is_noticed_once(
+    cli: Cli, home: Path, tmp_path: Path, option: str
+) -> None:
+    path = tmp_path / "empty.db" if option == "--db" else db_file(home)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.touch()
+    options = ["--db", str(path)] if option == "--db" else []
+    code, out, err = cli(*options, "list")
+    assert (code, out) == (0, "the store is empty\n")
+    assert (
+        err
+        == f"agentrecall: note: '{path}' is empty (0 bytes); it is set up as a new, empty store\n"
+    )
+    assert path.stat().st_size > 0
+    assert cli(*options, "list") == (0, "the store is empty\n", "")
+
+
+def test_a_limit_too_large_for_any_store_is_a_usage_error(cli: Cli) -> None:
+    memory_id = cli.add("one memory")
+    err = cli.usage_error("search", "memory", "-n", "100000000000000000000")
+    assert err.endswith(
+        "agentrecall: error: argument -n: expected a whole number from 1 to "
+        "9223372036854775807, got '100000000000000000000'\n"
+    )
+    assert [hit["id"] for hit in cli.json("search", "memory", "-n", str(2**63 - 1))] == [memory_id]
+
+
+def test_metadata_nested_too_deeply_is_one_error_line(cli: Cli) -> None:
+    err = cli.fail("add", "x", "--meta", "k=" + "[" * 100_000)
+    assert err == "agentrecall: error: --meta k: the JSON value is nested too deeply\n"
+
+
+@pytest.mark.parametrize("debug", ["", "1"])
+def test_an_unexpected_error_is_one_line_asking_for_a_report(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, debug: str
+) -> None:
+    def broken_connect(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("simulated fault")
+
+    monkeypatch.setattr(sqlite3, "connect", broken_connect)
+    monkeypatch.setenv("AGENTRECALL_DEBUG", debug)
+    code, out, err = cli("--db", str(tmp_path / "m.db"), "add", "x")
+    assert (code, out) == (1, "")
+    *traceback, line = err.splitlines(keepends=True)
+    assert line == (
+        "agentrecall: error: unexpected RuntimeError: simulated fault (this is a bug, please "
+        "report it; set AGENTRECALL_DEBUG=1 to see the traceback)\n"
+    )
+    assert bool(traceback) == bool(debug)
+    assert ("Traceback" in err) == bool(debug)
+
+
+@pytest.mark.parametrize(("destination", "option"), [("copy.db", "--db"), ("copy.json", "--path")])
+def test_migrate_creates_the_destination_file_but_not_its_directory(
+    cli: Cli, tmp_path: Path, destination: str, option: str
+) -> None:
+    source = tmp_path / "source.json"
+    memory_id = cli.add("a memory", "--path", str(source))
+    missing = tmp_path / "mistyped" / destination
+    assert f"the directory '{missing.parent}' does not exist" in cli.fail(
+        "migrate", str(source), str(missing)
+    )
+    copy = tmp_path / destination
+    assert cli.ok("migrate", str(source), str(copy)) == f"copied 1 memory to {copy} (0 skipped)\n"
+    assert [row["id"] for row in cli.json("list", option, str(copy))] == [memory_id]
+    # Built under a temporary name, which is gone with everything its store kept beside it.
+    names = {p.name for p in tmp_path.iterdir() if not p.name.startswith(LOCK_PREFIX)}
+    assert names == {"source.json", destination}
+
+
+# --- --json, also for errors ----------------------------------------------------------------
+
+
+def error_cases(tmp_path: Path) -> dict[str, tuple[list[str], int, str]]:
+    """Failing command lines, each with its exit status and the start of its message."""
+    bad = tmp_path / "bad.json"
+    bad.write_text("[{")
+    return {
+        "unknown command": (["forget", "x"], 2, "argument COMMAND: invalid choice: 'forget'"),
+        "missing argument": (["add"], 2, "the following arguments are required: text"),
+        "bad -n": (["search", "x", "-n", "0"], 2, "argument -n: expected a whole number"),
+        "unknown option": (["list", "--colour"], 2, "unrecognized arguments: --colour"),
+        "bad extension": (["migrate", "a.txt", "b.db"], 2, "argument source: cannot tell"),
+        "no store": (["--db", str(tmp_path / "no.db"), "list"], 1, "no store at"),
+        "no memory": (["delete", "nope"], 1, "no memory with id 'nope'"),
+        "corrupt": (["--path", str(bad), "list"], 1, "memory file"),
+        "bad meta": (["add", "x", "--meta", "novalue"], 1, "--meta expects KEY=VALUE"),
+        "eval": (["eval", "locomo", str(bad)], 1, "cannot read LoCoMo file"),
+        "migrate": (["migrate", str(tmp_path / "no.db"), str(tmp_path / "b.db")], 1, "no store"),
+    }
+
+
+@pytest.mark.parametrize("where", ["first", "last"])
+def test_with_json_every_error_is_one_json_object_on_stderr(
+    cli: Cli, tmp_path: Path, where: str
+) -> None:
+    for name, (argv, code, start) in error_cases(tmp_path).items():
+        line = ["--json", *argv] if where == "first" else [*argv, "--json"]
+        returned, out, err = cli(*line)
+        assert (returned, out) == (code, ""), name
+        assert err.endswith("\n") and err.count("\n") == 1, (name, err)
+        error = json.loads(err)
+        assert error["code"] == code and error["error"].startswith(start), (name, error)
+        assert set(error) == {"error", "code"}
+
+
+def test_without_json_the_same_errors_are_one_line(cli: Cli, tmp_path: Path) -> None:
+    for name, (argv, code, start) in error_cases(tmp_path).items():
+        returned, out, err = cli(*argv)
+        assert (returned, out) == (code, ""), name
+        last = err.splitlines()[-1]
+        assert last.startswith(f"agentrecall: error: {start}"), (name, err)
+        assert_one_error_line(last + "\n")
+        assert err.startswith("usage: ") == (code == 2), name
+
+
+# --- options before or after the command ----------------------------------------------------
+
+
+def command_lines(tmp_path: Path, memory_id: str) -> dict[str, list[str]]:
+    (tmp_path / "locomo.json").write_text("[]")
+    return {
+        "add": ["add", "another memory"],
+        "search": ["search", "memory"],
+        "list": ["list"],
+        "delete": ["delete", memory_id],
+        "eval": ["eval", "locomo", str(tmp_path / "locomo.json")],
+        "migrate": ["migrate", str(tmp_path / "m.db"), str(tmp_path / "copy.json")],
+    }
+
+
+@pytest.mark.parametrize("command", ["add", "search", "list", "delete", "eval", "migrate"])
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_json_goes_before_or_after_every_command(
+    cli: Cli, tmp_path: Path, command: str, where: str
+) -> None:
+    store = ["--db", str(tmp_path / "m.db")]
+    memory_id = cli.add("a memory", *store)
+    argv = command_lines(tmp_path, memory_id)[command]
+    if command not in ("eval", "migrate"):
+        argv = [*argv, *store]
+    line = ["--json", *argv] if where == "before" else [*argv, "--json"]
+    # Every text output (an id, "deleted ...", "copied ...", a table) is not JSON.
+    assert isinstance(json.loads(cli.ok(*line)), (dict, list))
+
+
+@pytest.mark.parametrize("command", ["add", "search", "list", "delete"])
+@pytest.mark.parametrize("option", ["--store", "--path", "--db"])
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_store_options_go_before_or_after_every_store_command(
+    cli: Cli, home: Path, tmp_path: Path, command: str, option: str, where: str
+) -> None:
+    value = {"--store": "team", "--path": str(tmp_path / "m.json"), "--db": str(tmp_path / "m.db")}
+    chosen = [option, value[option]]
+    memory_id = cli.add("a memory", *chosen)
+    argv = command_lines(tmp_path, memory_id)[command]
+    line = [*chosen, "--json", *argv] if where == "before" else [*argv, "--json", *chosen]
+    result = json.loads(cli.ok(*line))
+    left = [row["id"] for row in cli.json(*chosen, "list")]
+    assert {
+        "add": lambda: left == [memory_id, result["id"]],
+        "search": lambda: [hit["id"] for hit in result] == [memory_id],
+        "list": lambda: [row["id"] for row in result] == [memory_id],
+        "delete": lambda: result == {"deleted": memory_id} and left == [],
+    }[command]()
+    assert not db_file(home).exists()
+
+
+@pytest.mark.parametrize("option", [["--store", "s"], ["--path", "p.json"], ["--db", "p.db"]])
+@pytest.mark.parametrize("command", [["migrate", "a.json", "b.db"], ["eval", "locomo", "f.json"]])
+def test_store_options_are_refused_by_commands_that_take_files(
+    cli: Cli, option: list[str], command: list[str]
+) -> None:
+    err = cli.usage_error(*option, *command)
+    assert f"agentrecall: error: argument {option[0]}: not used by '{command[0]}" in err
+
+
 # --- the installed command ------------------------------------------------------------------
 
 
@@ -937,15 +1069,232 @@ def test_python_dash_m_usage_error_exits_2(home: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_python_dash_m_legacy_notice_goes_to_stderr(home: Path) -> None:
-    legacy = legacy_file(home)
-    legacy.parent.mkdir(parents=True)
-    legacy.write_text("[]", encoding="utf-8")
-    result = run([sys.executable, "-m", "agentrecall.cli", "list"], home)
-    assert (result.returncode, result.stdout) == (0, "the store is empty\n")
-    assert notice_command(result.stderr) == [
-        "agentrecall",
-        "migrate",
-        str(legacy),
-        str(db_file(home)),
-    ]
+# --- real processes: pipes, devices, terminals, signals -------------------------------------
+
+
+def cli_command(*argv: str) -> list[str]:
+    return [sys.executable, "-m", "agentrecall.cli", *argv]
+
+
+def cli_env(home: Path, *, buffered: bool = False) -> dict[str, str]:
+    env = {**os.environ, "AGENTRECALL_HOME": str(home), "PYTHONIOENCODING": "utf-8"}
+    # Buffered, stdout is written at the end too, when Python flushes it at exit.
+    if buffered:
+        env.pop("PYTHONUNBUFFERED", None)
+    else:
+        env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def fill_store(path: Path, count: int) -> None:
+    with SyncStore(SQLiteStore(path, fsync=False)) as store:
+        store.add_many((f"memory number {i} about topic {i % 97}", None) for i in range(count))
+
+
+def test_version_is_the_package_version(cli: Cli) -> None:
+    assert cli.ok("--version") == f"agentrecall {agentrecall.__version__}\n"
+    assert importlib.metadata.version("agentrecall") == agentrecall.__version__
+
+
+def test_help_documents_the_exit_statuses(cli: Cli) -> None:
+    text = " ".join(cli.ok("--help").split())
+    for status in ("0 done", "1 failed", "2 usage", "130 interrupted", "141 standard output"):
+        assert status in text
+    assert '{"error": "...", "code": STATUS}' in text
+
+
+@pytest.mark.parametrize("buffered", [True, False], ids=["buffered", "unbuffered"])
+@pytest.mark.parametrize("argv", [["list"], ["--json", "list"]])
+def test_output_closed_early_ends_quietly_with_141(
+    home: Path, tmp_path: Path, argv: list[str], buffered: bool
+) -> None:
+    fill_store(tmp_path / "m.db", 10)
+    reader, writer = os.pipe()
+    os.close(reader)  # whoever reads has gone, as after `| head -1`
+    try:
+        result = subprocess.run(
+            cli_command("--db", str(tmp_path / "m.db"), *argv),
+            stdout=writer,
+            stderr=subprocess.PIPE,
+            env=cli_env(home, buffered=buffered),
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(writer)
+    assert (result.returncode, result.stderr) == (141, b"")
+
+
+@pytest.mark.parametrize("buffered", [True, False], ids=["buffered", "unbuffered"])
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_full_device_on_stdout_is_one_error_line(
+    home: Path, tmp_path: Path, as_json: bool, buffered: bool
+) -> None:
+    if not os.path.exists("/dev/full"):
+        pytest.skip("needs /dev/full")
+    fill_store(tmp_path / "m.db", 10)
+    with open("/dev/full", "wb") as full:
+        result = subprocess.run(
+            cli_command("--db", str(tmp_path / "m.db"), "list", *(["--json"] if as_json else [])),
+            stdout=full,
+            stderr=subprocess.PIPE,
+            env=cli_env(home, buffered=buffered),
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    message = "cannot write to standard output: No space left on device"
+    assert result.returncode == 1
+    if as_json:
+        assert result.stderr == json_error(message, 1)
+    else:
+        assert result.stderr == f"agentrecall: error: {message}\n"
+
+
+def read_terminal(master: int, until: Callable[[str], bool] = lambda text: False) -> str:
+    """Read what a process writes on a terminal, until ``until(text)`` or its end."""
+    text = ""
+    while not until(text):
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: every process holding the terminal has closed it
+            break
+        if not chunk:
+            break
+        text += chunk.decode("utf-8", "replace")
+    return text
+
+
+def run_on_terminal(argv: list[str], home: Path) -> tuple[subprocess.Popen[str], int]:
+    """Start ``argv`` with stderr on a new pseudo-terminal; return it and the terminal's end."""
+    master, slave = os.openpty()
+    process = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=slave, env=cli_env(home), text=True
+    )
+    os.close(slave)
+    return process, master
+
+
+def test_the_progress_bar_is_drawn_on_a_terminal_only(home: Path, tmp_path: Path) -> None:
+    fill_store(tmp_path / "m.db", 3)
+    piped = subprocess.run(
+        cli_command("migrate", str(tmp_path / "m.db"), str(tmp_path / "piped.json")),
+        capture_output=True,
+        env=cli_env(home),
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (piped.returncode, piped.stderr) == (0, "")
+    process, master = run_on_terminal(
+        cli_command("migrate", str(tmp_path / "m.db"), str(tmp_path / "shown.json")), home
+    )
+    try:
+        drawn = read_terminal(master)
+        out, _ = process.communicate(timeout=60)
+    finally:
+        os.close(master)
+    assert process.returncode == 0
+    assert drawn.startswith("\r[") and drawn.rstrip().endswith("] 3/3")
+    assert out == piped.stdout.replace("piped.json", "shown.json")
+    names = sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(LOCK_PREFIX))
+    assert names == ["m.db", "piped.json", "shown.json"]
+
+
+def interrupt_migrate(source: Path, destination: Path, home: Path) -> tuple[int, str, str]:
+    """Send SIGINT to a migrate once its bar shows a batch done; return status, stdout, stderr."""
+    process, master = run_on_terminal(cli_command("migrate", str(source), str(destination)), home)
+    try:
+        partway = re.compile(r"\] [1-9]\d*/60000")
+        shown = read_terminal(master, until=partway.search)
+        assert partway.search(shown), shown
+        process.send_signal(signal.SIGINT)
+        rest = read_terminal(master)
+        out, _ = process.communicate(timeout=60)
+    finally:
+        os.close(master)
+    # A terminal ends lines with CR LF; the bar redraws itself after a CR.
+    return process.returncode, out, (shown + rest).replace("\r\n", "\n").replace("\r", "\n")
+
+
+def test_ctrl_c_during_migrate_exits_130_and_leaves_no_destination(
+    home: Path, tmp_path: Path
+) -> None:
+    source, destination = tmp_path / "big.db", tmp_path / "copy" / "big.db"
+    destination.parent.mkdir()
+    fill_store(source, 60_000)  # six batches: the first one shown leaves five to interrupt
+    code, out, err = interrupt_migrate(source, destination, home)
+    assert (code, out) == (130, "")
+    assert err.splitlines()[-1] == (
+        f"agentrecall: error: interrupted: nothing was written to '{destination}'"
+    )
+    assert "Traceback" not in err
+    assert list(destination.parent.iterdir()) == []
+
+
+def test_ctrl_c_during_migrate_into_a_store_keeps_whole_batches(home: Path, tmp_path: Path) -> None:
+    source, destination = tmp_path / "big.db", tmp_path / "copy" / "big.db"
+    destination.parent.mkdir()
+    fill_store(source, 60_000)
+    with SyncStore(SQLiteStore(destination)) as store:
+        store.add("a memory the destination had before")
+    code, out, err = interrupt_migrate(source, destination, home)
+    assert (code, out) == (130, "")
+    assert err.splitlines()[-1] == (
+        f"agentrecall: error: interrupted: '{destination}' keeps the batches copied so far; "
+        "run the same command again to copy the rest"
+    )
+    assert "Traceback" not in err
+    assert [p.name for p in destination.parent.iterdir()] == ["big.db"]
+    kept = len(records(destination)) - 1
+    assert 0 < kept < 60_000 and kept % DEFAULT_BATCH == 0
+    assert run(cli_command("migrate", str(source), str(destination)), home).returncode == 0
+    assert len(records(destination)) == 60_001
+
+
+def drop_permission_override() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that makes a root child obey permission bits; ``None`` if not root."""
+    if os.geteuid() != 0:
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def drop() -> None:
+        for capability in (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH):
+            if libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0:
+                raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+    return drop
+
+
+PR_CAPBSET_DROP, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH = 24, 1, 2
+
+
+@pytest.mark.parametrize("option", ["--db", "default"])
+def test_a_store_in_a_directory_that_cannot_be_searched_is_not_empty(
+    home: Path, tmp_path: Path, option: str
+) -> None:
+    locked = home / "memory" if option == "default" else tmp_path / "locked"
+    path = locked / "memory.db"
+    locked.mkdir(parents=True)
+    fill_store(path, 1)
+    argv = cli_command(*(["--db", str(path)] if option == "--db" else []), "list")
+    locked.chmod(0o000)
+    try:
+        result = subprocess.run(
+            argv,
+            capture_output=True,
+            env=cli_env(home),
+            text=True,
+            timeout=60,
+            check=False,
+            preexec_fn=drop_permission_override(),
+        )
+    except subprocess.SubprocessError as error:
+        pytest.skip(f"cannot run a process that obeys permission bits: {error}")
+    finally:
+        locked.chmod(0o700)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert (
+        result.stderr
+        == f"agentrecall: error: cannot use the store file '{path}': Permission denied\n"
+    )

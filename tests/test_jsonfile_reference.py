@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -290,13 +291,24 @@ async def test_missing_parent_directories_are_created(tmp_path: Path) -> None:
     assert not list(path.parent.glob(".__agentrecall_tmp_*"))
 
 
-def test_default_file_names_match_the_reference_sanitisation(agentrecall_home: Path) -> None:
+def test_default_file_names_follow_the_reference_and_stay_unique(agentrecall_home: Path) -> None:
     case = ERRORS["default path rule: names -> files under ~/.strands/memory"]
-    ours = sorted(
-        str(Path(JsonFileStore(name=name).path or "").relative_to(agentrecall_home))
+    theirs = {p.replace(".strands/", "") for p in case["result"]}
+    ours = {
+        name: str(Path(JsonFileStore(name=name).path or "").relative_to(agentrecall_home))
         for name in case["names"]
-    )
-    assert ours == sorted(p.replace(".strands/", "") for p in case["result"])
+    }
+    for name, file in ours.items():
+        if re.fullmatch(r"[A-Za-z0-9_.-]+", name) and ".." not in name:
+            # A name the reference keeps as it is: the very file the reference uses.
+            assert file == f"memory/{name}.json"
+            assert file in theirs
+        else:
+            # Any other name: the reference's file-safe stem, "+" and a digest of the name.
+            match = re.fullmatch(r"(memory/.+)\+[0-9a-f]{16}\.json", file)
+            assert match, file
+            assert f"{match[1]}.json" in theirs
+    assert len(set(ours.values())) == len(ours)
 
 
 async def test_persist_false_writes_nothing_and_is_private(agentrecall_home: Path) -> None:

@@ -337,8 +337,7 @@ class TestCli:
         self._seed(tmp_path / "a.json")
         src, dst = str(tmp_path / "a.json"), str(tmp_path / "b.sqlite3")
         code, out, err = self.run(capsys, "migrate", src, dst)
-        assert (code, out) == (0, f"copied 3 memories to {dst} (0 skipped)\n")
-        assert err == render_bar(3, 3) + "\n"
+        assert (code, out, err) == (0, f"copied 3 memories to {dst} (0 skipped)\n", "")
         code, out, err = self.run(capsys, "migrate", src, dst, "--json")
         assert code == 0
         expected = {"source": src, "destination": dst, "copied": 0, "skipped": 3, "versions": 0}
@@ -374,7 +373,5 @@ class TestCli:
     def test_an_unknown_extension_is_a_usage_error(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        with pytest.raises(SystemExit) as exit_info:
-            main(["migrate", str(tmp_path / "a.json"), str(tmp_path / "b.txt")])
-        assert exit_info.value.code == 2
+        assert main(["migrate", str(tmp_path / "a.json"), str(tmp_path / "b.txt")]) == 2
         assert "use a file ending in .json, .db, .sqlite, .sqlite3" in capsys.readouterr().err

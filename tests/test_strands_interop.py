@@ -245,6 +245,39 @@ async def test_rewrite_of_a_hand_written_file_is_byte_identical(
     assert read_records(ours_path)[0]["extra"] == {"keep": [1, 2]}
 
 
+async def test_a_safe_name_shares_its_default_file_with_strands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Both default to <home>/memory/<name>.json; with one home, one name means one file.
+    monkeypatch.setenv("AGENTRECALL_HOME", str(tmp_path / "user-home" / ".strands"))
+    theirs = StrandsStore(name="team-notes_v1.2")
+    await theirs.add("The user prefers aisle seats")
+    ours = JsonFileStore(name="team-notes_v1.2")
+    assert ours.path == str(tmp_path / "user-home" / ".strands" / "memory" / "team-notes_v1.2.json")
+    assert [hit.content for hit in await ours.search("aisle seats")] == [
+        "The user prefers aisle seats"
+    ]
+    await ours.add("The user flies on Tuesdays")
+    assert len(await theirs.search("user")) == 2
+
+
+@pytest.mark.parametrize(("first", "second"), [("日本", "中国"), ("a/b", "a_b")])
+async def test_names_the_reference_maps_to_one_file_keep_apart_in_ours(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first: str, second: str
+) -> None:
+    # The reference's default files collide: a write under one name shows under the other.
+    await StrandsStore(name=first).add("written as the first name")
+    assert len(await StrandsStore(name=second).search("written first name")) == 1
+    await JsonFileStore(name=first).add("ours as the first name")
+    await JsonFileStore(name=second).add("ours as the second name")
+    assert [h.content for h in await JsonFileStore(name=first).search("ours name")] == [
+        "ours as the first name"
+    ]
+    assert [h.content for h in await JsonFileStore(name=second).search("ours name")] == [
+        "ours as the second name"
+    ]
+
+
 async def test_interleaved_writers_on_one_file_both_read_everything(
     tmp_path: Path, shared_clock: Clock
 ) -> None:

@@ -2,8 +2,9 @@
 
 Without ``--path`` (a JSON file) or ``--db`` (an SQLite file), the store is
 ``SQLiteStore(name=NAME)`` (``--store NAME``, default ``memory``), the file
-``$AGENTRECALL_HOME/memory/NAME.db``. While that file is missing and the JSON file the name used
-to mean exists, every command says on stderr how to migrate it; nothing is copied unasked.
+``$AGENTRECALL_HOME/memory/NAME.db``. Options go before or after the command. Which store is
+opened and what is checked first is :mod:`agentrecall.cli.opening`; how the command ends (its
+output, errors and exit status) is :mod:`agentrecall.cli.report`.
 """
 
 from __future__ import annotations
@@ -11,16 +12,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from agentrecall.errors import AgentRecallError
+from agentrecall import __version__
+from agentrecall.cli import opening, report
+from agentrecall.cli.migrating import migrate_to
 from agentrecall.evaluation import locomo
-from agentrecall.migrate import ProgressBar, migrate_files, store_kind
+from agentrecall.migrate import store_kind
 from agentrecall.stores.base import MemoryStore
 from agentrecall.stores.jsonfile import JsonFileStore
 from agentrecall.stores.sqlite import SQLiteStore
@@ -28,6 +29,9 @@ from agentrecall.sync import SyncStore
 from agentrecall.types import JsonObject
 
 DEFAULT_STORE = "memory"
+
+MAX_COUNT = 2**63 - 1
+"""The largest ``-n``: SQLite's largest integer."""
 
 Command = Callable[[SyncStore, argparse.Namespace], int]
 
@@ -38,69 +42,52 @@ EVAL_STORES: dict[str, Callable[[Path], MemoryStore]] = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line and return the exit status: 0 done, 1 failed.
+    """Run the command line and return its exit status.
 
-    Usage mistakes exit through argparse with status 2 and its usage message.
+    0 done, 1 failed, 2 a usage mistake, 130 interrupted, 141 stdout closed early (see
+    ``--help``). Every failure is one line on stderr, or one JSON object with ``--json``.
     """
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    return report.run(lambda: _dispatch(arguments), as_json=_wants_json(arguments))
+
+
+def _dispatch(arguments: list[str]) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(arguments)
     chosen = [f"--{option}" for option in ("store", "path", "db") if hasattr(args, option)]
+    if hasattr(args, "storeless"):
+        if chosen:
+            parser.error(f"argument {chosen[0]}: not used by '{args.verb}'")
+        storeless: Callable[[argparse.Namespace], int] = args.storeless
+        return storeless(args)
     if len(chosen) > 1:
         parser.error(f"argument {chosen[1]}: not allowed with argument {chosen[0]}")
+    return _run(args.command, args)
+
+
+def _wants_json(arguments: list[str]) -> bool:
+    """Whether ``--json`` is among ``arguments``, also when the rest cannot be parsed."""
+    probe = report.Parser(add_help=False)
+    probe.add_argument("--json", action="store_true")
     try:
-        if hasattr(args, "storeless"):
-            storeless: Callable[[argparse.Namespace], int] = args.storeless
-            return storeless(args)
-        return _run(args.command, args)
-    except (AgentRecallError, ValueError) as error:
-        print(f"agentrecall: error: {error}", file=sys.stderr)
-        return 1
+        known, _ = probe.parse_known_args(arguments)
+    except report.UsageError:
+        return False
+    return bool(known.json)
 
 
 def _run(command: Command, args: argparse.Namespace) -> int:
     # Closing the SyncStore closes an SQLite store's connection, which folds the WAL back into
     # the database file before the command returns, also when run in-process.
-    with SyncStore(_open_store(args)) as memory:
+    with SyncStore(opening.open_store(args, default=DEFAULT_STORE)) as memory:
         return command(memory, args)
-
-
-def _open_store(args: argparse.Namespace) -> MemoryStore:
-    """Return the store the options name: ``--path`` JSON, ``--db`` SQLite, else SQLite by name.
-
-    A command that does not add answers from an empty store when the SQLite file is missing,
-    so reading never creates it.
-    """
-    if hasattr(args, "path"):
-        return JsonFileStore(name=DEFAULT_STORE, path=args.path)
-    if hasattr(args, "db"):
-        store = SQLiteStore(args.db)
-    else:
-        store = SQLiteStore(name=getattr(args, "store", DEFAULT_STORE))
-        _note_legacy_json(store)
-    if not getattr(args, "creates", False) and not os.path.exists(store.path):
-        # A read that created an empty database would also end the legacy JSON notice for good.
-        return JsonFileStore(name=store.name, persist=False)
-    return store
-
-
-def _note_legacy_json(store: SQLiteStore) -> None:
-    """Say on stderr how to copy the JSON file that was this store name's default before."""
-    legacy = JsonFileStore(name=store.name).path
-    if legacy is None or os.path.exists(store.path) or not os.path.isfile(legacy):
-        return
-    command = shlex.join(["agentrecall", "migrate", legacy, store.path])
-    print(
-        f"agentrecall: note: {store.path} does not exist yet, but {legacy} (this store's JSON "
-        f"file from before SQLite became the default) does; copy its memories with: {command}",
-        file=sys.stderr,
-    )
 
 
 def _add(memory: SyncStore, args: argparse.Namespace) -> int:
     metadata = _metadata(args.meta)
     result = memory.add(args.text, metadata)
     _emit(args, {"id": result.id}, result.id)
-    return 0
+    return report.OK
 
 
 def _search(memory: SyncStore, args: argparse.Namespace) -> int:
@@ -111,11 +98,11 @@ def _search(memory: SyncStore, args: argparse.Namespace) -> int:
         score = metadata.pop("_relevanceScore", None)
         rows.append({"id": hit.id, "score": score, "content": hit.content, "metadata": metadata})
     lines = [
-        f"{i}. [{_score_text(row['score'])}] {_one_line(row['content'])}  ({row['id']})"
+        f"{i}. [{_score_text(row['score'])}] {report.one_line(row['content'])}  ({row['id']})"
         for i, row in enumerate(rows, 1)
     ]
     _emit(args, rows, "\n".join(lines) if lines else "no memories match")
-    return 0
+    return report.OK
 
 
 def _list(memory: SyncStore, args: argparse.Namespace) -> int:
@@ -124,17 +111,17 @@ def _list(memory: SyncStore, args: argparse.Namespace) -> int:
         {"id": r.id, "content": r.content, "created_at": r.created_at, "metadata": r.metadata}
         for r in records
     ]
-    lines = [f"{r.created_at}  {r.id}  {_one_line(r.content)}" for r in records]
+    lines = [f"{r.created_at}  {r.id}  {report.one_line(r.content)}" for r in records]
     _emit(args, rows, "\n".join(lines) if lines else "the store is empty")
-    return 0
+    return report.OK
 
 
 def _delete(memory: SyncStore, args: argparse.Namespace) -> int:
     if not memory.delete(args.id):
-        print(f"agentrecall: error: no memory with id '{args.id}'", file=sys.stderr)
-        return 1
+        message = f"no memory with id '{args.id}'"
+        return report.fail(message, report.FAILED, as_json=getattr(args, "json", False))
     _emit(args, {"deleted": args.id}, f"deleted {args.id}")
-    return 0
+    return report.OK
 
 
 def _eval_locomo(args: argparse.Namespace) -> int:
@@ -142,23 +129,21 @@ def _eval_locomo(args: argparse.Namespace) -> int:
     rows = asyncio.run(locomo.evaluate(conversations, EVAL_STORES[args.engine]))
     data = [{"group": r.group, "questions": r.questions, **r.means} for r in rows]
     _emit(args, data, locomo.table(rows))
-    return 0
+    return report.OK
 
 
 def _migrate(args: argparse.Namespace) -> int:
-    bar = ProgressBar(sys.stderr)
-    try:
-        options = {"flatten": args.flatten, "drop_history": args.drop_history}
-        result = asyncio.run(migrate_files(args.source, args.destination, progress=bar, **options))
-    finally:
-        bar.close()
+    result = migrate_to(
+        args.source, args.destination, flatten=args.flatten, drop_history=args.drop_history
+    )
     data = {"source": args.source, "destination": args.destination}
     data.update(copied=result.copied, skipped=result.skipped, versions=result.versions)
     history = f" and {result.versions} versions of history" if result.versions else ""
-    text = f"copied {result.copied} memories{history} to {args.destination}"
+    memories = "memory" if result.copied == 1 else "memories"
+    text = f"copied {result.copied} {memories}{history} to {args.destination}"
     text += f" ({result.skipped} skipped)"
     _emit(args, data, text)
-    return 0
+    return report.OK
 
 
 def _store_file(text: str) -> str:
@@ -180,6 +165,8 @@ def _metadata(pairs: Sequence[str]) -> JsonObject | None:
             raise ValueError(f"--meta expects KEY=VALUE, got {pair!r}")
         try:
             metadata[key] = json.loads(value, parse_constant=_not_json)
+        except RecursionError as error:
+            raise ValueError(f"--meta {key}: the JSON value is nested too deeply") from error
         except ValueError:
             metadata[key] = value
     return metadata
@@ -194,31 +181,32 @@ def _score_text(score: Any) -> str:
     return f"{score:.3f}" if isinstance(score, float) else str(score)
 
 
-def _one_line(text: str) -> str:
-    return text.replace("\r", "\\r").replace("\n", "\\n")
-
-
-def _positive_int(text: str) -> int:
+def _count(text: str) -> int:
+    """A whole number from 1 to the largest a store can take (SQLite's 64-bit integer)."""
     try:
         value = int(text)
     except ValueError:
         value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    if not 1 <= value <= MAX_COUNT:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number from 1 to {MAX_COUNT}, got {text!r}"
+        )
     return value
 
 
 def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
     if getattr(args, "json", False):
-        print(json.dumps(data, ensure_ascii=False, indent=2))
+        report.emit(json.dumps(data, ensure_ascii=False, indent=2))
     else:
-        print(text)
+        report.emit(text)
 
 
 def _parser() -> argparse.ArgumentParser:
     # Shared options are accepted before or after the command; SUPPRESS keeps a subcommand's
     # unset copy from overwriting a value given before it.
-    common = argparse.ArgumentParser(add_help=False)
+    output = report.Parser(add_help=False)
+    output.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
+    common = report.Parser(add_help=False, parents=[output])
     where = common.add_mutually_exclusive_group()
     where.add_argument(
         "--store",
@@ -236,17 +224,26 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument(
         "--db", default=argparse.SUPPRESS, metavar="FILE", help="an SQLite store file instead"
     )
-    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
 
-    parser = argparse.ArgumentParser(
+    parser = report.Parser(
         prog="agentrecall",
         description="Keep memories and recall them.",
-        epilog=f"Without --store, --path or --db: $AGENTRECALL_HOME/memory/{DEFAULT_STORE}.db "
-        "(AGENTRECALL_HOME defaults to ~/.agentrecall).",
+        epilog=f"Without --store, --path or --db: $AGENTRECALL_HOME/memory/{DEFAULT_STORE}.db\n"
+        "(AGENTRECALL_HOME defaults to ~/.agentrecall). --path and --db name a file that\n"
+        "must exist, except for add, which creates it (but not its directory).\n\n"
+        + report.EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         parents=[common],
     )
+    parser.add_argument("--version", action="version", version=f"agentrecall {__version__}")
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
+    _store_commands(commands, common)
+    _file_commands(commands, output)
+    return parser
 
+
+def _store_commands(commands: Any, common: argparse.ArgumentParser) -> None:
+    """The commands that work on one store, chosen by ``--store``, ``--path`` or ``--db``."""
     add = commands.add_parser("add", parents=[common], help="add a memory")
     add.add_argument("text", help="what to remember")
     add.add_argument(
@@ -256,7 +253,7 @@ def _parser() -> argparse.ArgumentParser:
 
     search = commands.add_parser("search", parents=[common], help="recall memories for a query")
     search.add_argument("query")
-    search.add_argument("-n", type=_positive_int, default=None, help="at most N hits (default 10)")
+    search.add_argument("-n", type=_count, default=None, help="at most N hits (default 10)")
     search.set_defaults(command=_search)
 
     listing = commands.add_parser("list", parents=[common], help="list memories, oldest first")
@@ -266,9 +263,14 @@ def _parser() -> argparse.ArgumentParser:
     delete.add_argument("id")
     delete.set_defaults(command=_delete)
 
-    evaluation = commands.add_parser("eval", help="measure recall on a benchmark")
+
+def _file_commands(commands: Any, output: argparse.ArgumentParser) -> None:
+    """The commands that name their files as arguments: no ``--store``, ``--path`` or ``--db``."""
+    evaluation = commands.add_parser("eval", parents=[output], help="measure recall on a benchmark")
     benchmarks = evaluation.add_subparsers(required=True, metavar="BENCHMARK")
-    recall = benchmarks.add_parser("locomo", help="LoCoMo conversations: is the evidence found?")
+    recall = benchmarks.add_parser(
+        "locomo", parents=[output], help="LoCoMo conversations: is the evidence found?"
+    )
     recall.add_argument("file", help="a LoCoMo JSON file")
     recall.add_argument(
         "--store",
@@ -277,20 +279,21 @@ def _parser() -> argparse.ArgumentParser:
         default="sqlite",
         help="the kind of store to measure (default: sqlite)",
     )
-    recall.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
-    recall.set_defaults(storeless=_eval_locomo)
+    recall.set_defaults(storeless=_eval_locomo, verb="eval locomo")
 
     migrate = commands.add_parser(
-        "migrate", help="copy every memory of one store file into another, keeping ids"
+        "migrate",
+        parents=[output],
+        help="copy every memory of one store file into another, keeping ids",
     )
     migrate.add_argument("source", type=_store_file, help="a .json, .db or .sqlite file")
-    migrate.add_argument("destination", type=_store_file, help="created when missing")
-    migrate.add_argument("--json", action="store_true", help="print JSON")
+    migrate.add_argument(
+        "destination", type=_store_file, help="created when missing (its directory is not)"
+    )
     migrate.add_argument(
         "--flatten", action="store_true", help="copy scoped memories unscoped (into a JSON file)"
     )
     migrate.add_argument(
         "--drop-history", action="store_true", help="copy no history (into a JSON file)"
     )
-    migrate.set_defaults(storeless=_migrate)
-    return parser
+    migrate.set_defaults(storeless=_migrate, verb="migrate")

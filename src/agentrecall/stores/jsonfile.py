@@ -19,7 +19,7 @@ from agentrecall._internal.checks import (
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall._internal.ids import new_id
 from agentrecall._internal.jsoncopy import copy_json
-from agentrecall._internal.paths import agentrecall_home, sanitize_name
+from agentrecall._internal.paths import default_store_path
 from agentrecall._internal.text import check_text
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.retrieval.tokenize import tokenize
@@ -83,7 +83,10 @@ class JsonFileStore:
     construction (a later ``chdir`` does not move the store) and must name a file, checked at
     construction rather than at the first I/O. The default file is
     ``$AGENTRECALL_HOME/memory/<name>.json`` (``AGENTRECALL_HOME`` defaults to
-    ``~/.agentrecall``), with the name made file-safe as the reference does.
+    ``~/.agentrecall``): a name of ``[A-Za-z0-9_.-]`` without ``..`` keeps the file name the
+    reference gives it; any other name is made file-safe as the reference does, plus ``+``
+    and a digest of the exact name, so that distinct names never share a file (the reference
+    maps ``a/b`` and ``a_b`` to one).
     """
 
     __test__: ClassVar[bool] = False  # exported as TestMemoryStore: not a pytest test class
@@ -139,10 +142,10 @@ class JsonFileStore:
         self._storage: BlockingStorage
         if not persist:
             self._storage, self._path = InMemoryStorage(), None
-            self._key = f"{sanitize_name(name)}.json"
+            self._key = default_store_path(name, ".json").name
         else:
             if file_path is None:
-                file_path = str(agentrecall_home() / "memory" / f"{sanitize_name(name)}.json")
+                file_path = str(default_store_path(name, ".json"))
             directory, self._key = os.path.split(file_path)
             self._storage, self._path = LocalFileStorage(directory), file_path
         self._mutex = threading.Lock()

@@ -23,7 +23,7 @@ from agentrecall._internal.checks import (
     seconds,
 )
 from agentrecall._internal.jsonvalue import check_json_object
-from agentrecall._internal.paths import agentrecall_home, sanitize_name
+from agentrecall._internal.paths import default_store_path
 from agentrecall._internal.sqlite import Database
 from agentrecall._internal.worker import Worker
 from agentrecall.errors import InvalidArgumentError
@@ -149,7 +149,7 @@ class SQLiteStore:
         self.extraction = extraction
         self._ttl = seconds(ttl, "ttl")
         if path is None:
-            path = agentrecall_home() / "memory" / f"{sanitize_name(name)}.db"
+            path = default_store_path(name, ".db")
         self._path = os.path.abspath(os.path.expanduser(os.fspath(path)))
         self._db = Database(
             self._path,

@@ -1,0 +1,47 @@
+"""``agentrecall migrate``: the command's checks and messages around :func:`migrate_files`.
+
+:func:`~agentrecall.migrate.migrate_files` decides what a failure leaves: a new destination
+appears whole or not at all, an existing SQLite destination keeps the whole batches already
+copied. This module adds what a person at a terminal needs: a source that cannot be looked at
+is an error (not an empty store), the destination's directory must exist, a progress bar on a
+terminal only, and an interruption that says what became of the destination.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+from agentrecall.cli import opening
+from agentrecall.migrate import MigrationResult, ProgressBar, migrate_files, store_kind
+
+
+def migrate_to(
+    source: str, destination: str, *, flatten: bool, drop_history: bool
+) -> MigrationResult:
+    """Copy the store file ``source`` into ``destination``, created (not its directory) if missing.
+
+    Raises:
+        KeyboardInterrupt: interrupted; the message says what became of the destination.
+        AgentRecallError: as :func:`agentrecall.migrate.migrate_files`, or the destination's
+            directory does not exist.
+    """
+    opening.size_of(source)  # a source that cannot be looked at is not "missing"
+    size = opening.creatable(destination)
+    if store_kind(destination) == "sqlite":
+        opening.note_if_empty(destination, size)
+    # The bar is for a person watching; a log or a pipe gets only the summary on stdout.
+    bar = ProgressBar(sys.stderr) if sys.stderr.isatty() else None
+    options = {"flatten": flatten, "drop_history": drop_history}
+    try:
+        return asyncio.run(migrate_files(source, destination, progress=bar, **options))
+    except KeyboardInterrupt:
+        if size is None:
+            raise KeyboardInterrupt(f"nothing was written to '{destination}'") from None
+        raise KeyboardInterrupt(
+            f"'{destination}' keeps the batches copied so far; run the same command again "
+            "to copy the rest"
+        ) from None
+    finally:
+        if bar is not None:
+            bar.close()

@@ -1,0 +1,108 @@
+"""Which store a command line names, and what is checked before it is opened.
+
+Only a missing file means "no store yet": a path that cannot be looked at (no permission to
+search a directory, a regular file where a directory should be) is an error, never an empty
+store. ``--path`` and ``--db`` name a file that must exist, except for a command that creates
+it, which creates the file but not its directory: a mistyped path fails instead of growing a
+new tree. The default store's directory under ``$AGENTRECALL_HOME`` is ours to create.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from agentrecall.cli.report import note
+from agentrecall.errors import StorageError
+from agentrecall.stores.base import MemoryStore
+from agentrecall.stores.jsonfile import JsonFileStore
+from agentrecall.stores.sqlite import SQLiteStore
+
+
+def open_store(args: argparse.Namespace, *, default: str) -> MemoryStore:
+    """Return the store the options name: ``--path`` JSON, ``--db`` SQLite, else SQLite by name.
+
+    ``default`` is the name without ``--store``. A command with ``args.creates`` (``add``)
+    creates a missing ``--path`` or ``--db`` file (not its directory), and a missing store of
+    a name with its directory; any other command needs the ``--path`` or ``--db`` file to
+    exist, and reads a name's missing store as empty without creating it.
+
+    Raises:
+        StorageError: a file that must exist is missing, a directory is missing, or a path
+            cannot be looked at.
+        InvalidArgumentError: an option's value is unusable (a blank name or path).
+    """
+    creates = getattr(args, "creates", False)
+    store: JsonFileStore | SQLiteStore
+    if hasattr(args, "path"):
+        store = JsonFileStore(name=default, path=args.path)
+    elif hasattr(args, "db"):
+        store = SQLiteStore(args.db)
+    else:
+        return _open_named(getattr(args, "store", default), creates=creates)
+    path = store.path or ""
+    size = creatable(path) if creates else existing(path)
+    if isinstance(store, SQLiteStore):
+        note_if_empty(path, size)
+    return store
+
+
+def _open_named(name: str, *, creates: bool) -> MemoryStore:
+    store = SQLiteStore(name=name)
+    size = size_of(store.path)
+    if size is None and not creates:
+        # Reading a store that does not exist yet finds nothing and creates no file.
+        return JsonFileStore(name=store.name, persist=False)
+    note_if_empty(store.path, size)
+    return store
+
+
+def size_of(path: str) -> int | None:
+    """Return the size of the file at ``path``, or ``None`` when there is none.
+
+    Raises:
+        StorageError: ``path`` cannot be looked at (for example ``EACCES`` or ``ENOTDIR``).
+    """
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise StorageError(f"cannot use the store file '{path}': {error.strerror}") from error
+
+
+def existing(path: str) -> int:
+    """Return the size of the store file at ``path``, which must exist.
+
+    Raises:
+        StorageError: there is no file at ``path``, or it cannot be looked at.
+    """
+    size = size_of(path)
+    if size is None:
+        raise StorageError(
+            f"no store at '{path}': the file does not exist (check the path; 'add' creates it)"
+        )
+    return size
+
+
+def creatable(path: str) -> int | None:
+    """Return the size of the file at ``path``, or ``None`` when it can be created there.
+
+    Raises:
+        StorageError: the file's directory does not exist, or ``path`` cannot be looked at.
+    """
+    size = size_of(path)
+    if size is None:
+        directory = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(directory):
+            raise StorageError(
+                f"cannot create the store '{path}': the directory '{directory}' does not "
+                "exist (create it first, or check the path)"
+            )
+    return size
+
+
+def note_if_empty(path: str, size: int | None) -> None:
+    """Say once on stderr that an SQLite file of zero bytes is taken as a new store."""
+    if size == 0:
+        note(f"'{path}' is empty (0 bytes); it is set up as a new, empty store")

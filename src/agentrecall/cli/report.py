@@ -1,0 +1,178 @@
+"""How the command line ends: its output, its notes and errors, and its exit status.
+
+Every failure becomes one line on stderr, ``agentrecall: error: ...``, or with ``--json`` one
+JSON object ``{"error": "...", "code": N}``; never a traceback, unless ``AGENTRECALL_DEBUG=1``
+asks for one with an unexpected error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from typing import NoReturn
+
+from agentrecall.errors import AgentRecallError
+
+OK = 0
+"""The command did what it was asked."""
+FAILED = 1
+"""The command failed: no such store or memory, a file that cannot be used, a full disk."""
+USAGE = 2
+"""The command line is wrong: an unknown command or option, a missing or bad value."""
+INTERRUPTED = 130
+"""Interrupted (Ctrl-C): 128 plus SIGINT, as a shell reports it."""
+BROKEN_PIPE = 141
+"""Standard output was closed early (``| head``): 128 plus SIGPIPE, as a shell reports it."""
+
+EXIT_CODES = f"""\
+exit status:
+  {OK}    done
+  {FAILED}    failed: no store or memory there, a file that cannot be used, a full disk
+  {USAGE}    usage: an unknown command or option, a missing or bad value
+  {INTERRUPTED}  interrupted (Ctrl-C)
+  {BROKEN_PIPE}  standard output was closed before everything was written (| head)
+
+With --json, an error is one JSON object on stderr: {{"error": "...", "code": STATUS}}.
+Set AGENTRECALL_DEBUG=1 to see the traceback of an unexpected error."""
+"""The exit statuses as ``--help`` shows them."""
+
+DEBUG_ENV = "AGENTRECALL_DEBUG"
+
+_REPORTED = (AgentRecallError, OSError, OverflowError, ValueError)
+"""Failures whose message is meant for the user as it is."""
+
+
+class UsageError(Exception):
+    """The command line cannot be parsed; ``usage`` is the usage text of the parser that said so."""
+
+    def __init__(self, message: str, usage: str) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+class OutputError(Exception):
+    """Standard output refused a write (a full disk, a closed terminal), other than EPIPE."""
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser that raises :class:`UsageError` instead of printing and exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        """Raise :class:`UsageError`, for :func:`run` to report."""
+        raise UsageError(message, self.format_usage())
+
+
+def run(body: Callable[[], int], *, as_json: bool) -> int:
+    """Run ``body`` and return its exit status, or the status of the failure it raised.
+
+    Whatever ``body`` printed is flushed before returning, so a write that fails is reported
+    here rather than at interpreter exit.
+    """
+    try:
+        try:
+            code = body()
+        except SystemExit as done:  # --help and --version end the parse with a status
+            code = done.code if isinstance(done.code, int) else OK
+        _flush_stdout()
+        return code
+    except BrokenPipeError:
+        _silence_stdout()
+        return BROKEN_PIPE
+    except KeyboardInterrupt as interrupt:
+        detail = f": {interrupt}" if str(interrupt) else ""
+        return fail(f"interrupted{detail}", INTERRUPTED, as_json=as_json)
+    except UsageError as error:
+        if not as_json:
+            _write_stderr(error.usage)
+        return fail(str(error), USAGE, as_json=as_json)
+    except OutputError as error:
+        _silence_stdout()
+        return fail(str(error), FAILED, as_json=as_json)
+    except _REPORTED as error:
+        return fail(describe(error), FAILED, as_json=as_json)
+    except Exception as error:
+        if os.environ.get(DEBUG_ENV, "").strip() not in ("", "0"):
+            traceback.print_exc()
+        message = (
+            f"unexpected {type(error).__name__}: {error} (this is a bug, please report it; "
+            f"set {DEBUG_ENV}=1 to see the traceback)"
+        )
+        return fail(message, FAILED, as_json=as_json)
+
+
+def fail(message: str, code: int, *, as_json: bool) -> int:
+    """Write ``message`` as the one error line (or JSON object) on stderr; return ``code``."""
+    if as_json:
+        _write_stderr(json.dumps({"error": message, "code": code}, ensure_ascii=False) + "\n")
+    else:
+        _write_stderr(f"agentrecall: error: {one_line(message)}\n")
+    return code
+
+
+def note(message: str) -> None:
+    """Write one ``agentrecall: note: ...`` line on stderr."""
+    _write_stderr(f"agentrecall: note: {one_line(message)}\n")
+
+
+def emit(text: str) -> None:
+    """Write ``text`` and a newline on stdout, flushed.
+
+    Raises:
+        BrokenPipeError: the reader went away (handled by :func:`run`).
+        OutputError: stdout refused the write for another reason.
+    """
+    try:
+        sys.stdout.write(text + "\n")
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        raise OutputError(f"cannot write to standard output: {describe(error)}") from error
+    _flush_stdout()
+
+
+def describe(error: BaseException) -> str:
+    """Return the message of ``error``; an ``OSError`` says what failed and on which file."""
+    if isinstance(error, OSError) and error.strerror:
+        names = [name for name in (error.filename, error.filename2) if name is not None]
+        where = " -> ".join(f"'{os.fsdecode(name)}'" for name in names)
+        return f"{where}: {error.strerror}" if where else error.strerror
+    return str(error) or type(error).__name__
+
+
+def _flush_stdout() -> None:
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        raise OutputError(f"cannot write to standard output: {describe(error)}") from error
+
+
+def _silence_stdout() -> None:
+    """Point stdout at the null device, so the flush at interpreter exit cannot fail again."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return  # not a file descriptor (a test's capture): nothing flushes it at exit
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, fd)
+    finally:
+        os.close(null)
+
+
+def _write_stderr(text: str) -> None:
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass  # nowhere left to say it
+
+
+def one_line(text: str) -> str:
+    """Return ``text`` with each line break written as a backslash and a letter."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
