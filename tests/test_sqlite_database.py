@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from agentrecall import StorageError
-from agentrecall._internal.sqlite import Database, is_full, primary_code
+from agentrecall._internal.sqlite import Database
+from agentrecall._internal.sqlite_errors import is_full, primary_code
 
 MIGRATIONS = ["CREATE TABLE notes (body BLOB NOT NULL)"]
 
@@ -66,7 +67,9 @@ def test_a_truncated_database_is_called_damaged_and_kept(tmp_path: Path) -> None
     error = _fail(path, lambda c: c.execute("SELECT count(*) FROM notes").fetchall())
     assert str(error) == (
         f"notes database '{path}' is damaged (database disk image is malformed); agentrecall "
-        "leaves it as it is: restore it from a backup, or point the notes database at a new file"
+        f"does not write to it: restore it from a backup, or save what it still holds with "
+        f"`sqlite3 '{path}' .recover | sqlite3 recovered.db` and point the notes database at "
+        "the recovered file"
     )
     assert path.read_bytes() == truncated
 

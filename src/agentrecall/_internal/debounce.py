@@ -6,6 +6,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from agentrecall._internal import forks
+
 
 class Debouncer:
     """A thread that runs ``action`` when nudged, once the nudges pause.
@@ -18,7 +20,8 @@ class Debouncer:
       burst, whichever is sooner; nudges that arrive while it runs are served by one more run;
     * an exception from ``action`` is swallowed: the work must be safe to leave for the next
       nudge (the caller keeps correctness without it);
-    * the thread starts with the first nudge (again after :meth:`stop`, or in a forked child);
+    * the thread starts with the first nudge (again after :meth:`stop`, or in a forked child,
+      which starts with nothing pending: what the parent asked for is the parent's to do);
       :meth:`stop` ends it without running pending work, and waits for a run in progress.
     """
 
@@ -35,6 +38,14 @@ class Debouncer:
         self._stop = threading.Event()
         self._requested = False
         self._first = self._last = 0.0
+        forks.register(self, in_child=Debouncer._forget)
+
+    def _forget(self) -> None:
+        # In a forked child the thread is gone, and its locks may be held for good.
+        self._guard = threading.Lock()
+        self._thread = None
+        self._wake, self._stop = threading.Event(), threading.Event()
+        self._requested = False
 
     def nudge(self) -> None:
         """Ask for a run of the action soon."""

@@ -8,18 +8,21 @@ share one discipline and may share one file: each component records its schema v
 from __future__ import annotations
 
 import atexit
+import logging
 import os
-import shutil
 import sqlite3
 import threading
 import time
+import urllib.parse
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TypeVar
 
+from agentrecall._internal import forks
 from agentrecall._internal.checkpoint import Checkpointer
 from agentrecall._internal.debounce import Debouncer
+from agentrecall._internal.sqlite_errors import damaged, describe, is_damage, is_read_only
 from agentrecall.errors import StorageError
 
 T = TypeVar("T")
@@ -52,21 +55,14 @@ many more requests keep coming."""
 # How often a statement that found the database busy beyond the busy timeout is tried again.
 _BUSY_RETRIES = 5
 
-# Primary result codes (https://www.sqlite.org/rescode.html), and the text SQLite gives each,
-# for Python 3.10, whose sqlite3 exceptions carry no code.
-_IOERR, _CORRUPT, _FULL, _NOTADB = 10, 11, 13, 26
-_CODE_TEXTS = [
-    (_IOERR, "disk I/O error"),
-    (_CORRUPT, "database disk image is malformed"),
-    (_CORRUPT, "malformed database schema"),
-    (_FULL, "database or disk is full"),
-    (_NOTADB, "file is not a database"),
-]
+QUICK_CHECK_BYTES = 32 * 1024 * 1024
+"""Files up to this size are checked (``PRAGMA quick_check``) before this object first writes.
 
-# Below this much free space, an I/O error is put down to the full disk: SQLite needs 32 KiB
-# for the WAL index (-shm) and a page per WAL frame, and reports some failures to get them as
-# "disk I/O error" (e.g. SQLITE_IOERR_SHMSIZE), not as SQLITE_FULL.
-_NEARLY_FULL_BYTES = 1024 * 1024
+The check reads the whole file: measured at 1M memories (406 MiB), 0.39 s with the file in
+the page cache and 1.0 s without, about 30 ms and 80 ms at this size. Larger files are not
+checked up front; their damage is found when a statement reads a damaged page."""
+
+logger = logging.getLogger(__name__)
 
 
 class Database:
@@ -76,8 +72,20 @@ class Database:
 
     * nothing touches the file until the first :meth:`run`; opening creates the directory,
       refuses files that are not SQLite or belong to another application (tables but no
-      ``agentrecall_schema``), refuses a schema newer than ``migrations`` know, and applies
-      the missing migrations in one transaction;
+      ``agentrecall_schema``), refuses a schema newer than ``migrations`` know (leaving the
+      file byte for byte as it was), and applies the missing migrations in one transaction;
+    * opening only reads unless a migration is due: a reader never waits for another
+      connection's write, and a file this process may not write can still be read;
+    * ``readonly`` opens the file read-only and never creates or changes anything; while the
+      file does not exist (or is empty) it reads as an empty database of the latest schema,
+      and a file of an older schema is refused (a writable open upgrades it);
+    * a zero-length file is taken for a new database; when this object creates its tables
+      in one, it logs that at INFO, the record carrying the path as ``agentrecall_empty_file``;
+    * damage is refused: before this object first writes, a file of up to
+      :data:`QUICK_CHECK_BYTES` is checked; once the check or any statement finds the file
+      damaged (or not a database), every later write is refused, for the life of this object,
+      with a :class:`~agentrecall.errors.StorageError` saying how to recover the data. Reads
+      go on, and fail where they meet the damage;
     * each :meth:`run` is one transaction: it all happens or none of it does, also for
       other processes sharing the file (WAL mode);
     * a durable write is fsynced before :meth:`run` returns (``synchronous=FULL``);
@@ -93,8 +101,12 @@ class Database:
       "database is locked" does not reach the caller unless the wait is really exhausted;
     * every SQLite failure is raised as :class:`~agentrecall.errors.StorageError` naming the
       file, with the ``sqlite3`` error chained; the message says so when the file is not an
-      SQLite database, is damaged, or sits on a full disk (also when SQLite only reports a
-      "disk I/O error" there). Calls are serialized per object and may come from any thread.
+      SQLite database, is damaged, may not be written (or its directory, where SQLite keeps
+      the ``-wal`` and ``-shm`` files), or sits on a full disk (also when SQLite only reports
+      a "disk I/O error" there). Calls are serialized per object and may come from any thread;
+    * ``os.fork()`` is safe: the fork waits for a transaction in progress in another thread
+      and closes the connection first (the parent reopens on its next call); the child starts
+      with a fresh lock and connection and no background threads (started again on demand).
     """
 
     def __init__(
@@ -107,6 +119,7 @@ class Database:
         busy_timeout: float = 30.0,
         functions: Mapping[str, Callable[[str], bytes | int]] | None = None,
         tidy: Callable[[sqlite3.Connection], object] | None = None,
+        readonly: bool = False,
     ) -> None:
         self.path = path
         self._tidy = tidy
@@ -121,10 +134,20 @@ class Database:
         self._migrations = migrations
         self._what = what
         self._busy_timeout = busy_timeout
+        self._readonly = readonly
         self._connection: sqlite3.Connection | None = None
+        self._stand_in = False  # the connection is an empty in-memory database: no file yet
+        self._checked = False  # whether the file was checked for damage before a write
+        self._damage: str | None = None  # what SQLite said when it first found damage
         self._lock = threading.Lock()
         self._checkpointer = Checkpointer(path, busy_timeout=busy_timeout)
         self._durable = True  # the connection's synchronous setting: FULL (True) or NORMAL
+        forks.register(
+            self,
+            before=Database._before_fork,
+            in_parent=Database._after_fork_in_parent,
+            in_child=Database._after_fork_in_child,
+        )
 
     def run(
         self,
@@ -143,15 +166,23 @@ class Database:
         with self._lock:
             for attempt in range(_BUSY_RETRIES + 1):
                 try:
-                    db = self._connection or self._open()
+                    db = self._connect_for(write)
                     return self._attempt(db, operation, write=write, durable=durable)
                 except sqlite3.OperationalError as error:
                     if not _is_busy(error) or attempt == _BUSY_RETRIES:
-                        raise self._error(error) from error
+                        raise self._failure(error) from error
                     time.sleep(0.05 * 2**attempt)
                 except sqlite3.Error as error:
-                    raise self._error(error) from error
+                    raise self._failure(error) from error
         raise AssertionError("unreachable: the loop returns or raises")
+
+    def _connect_for(self, write: bool) -> sqlite3.Connection:
+        if self._stand_in and not _absent(self.path):
+            self._close(tidy=False)  # the file has appeared since: read it
+        db = self._connection or self._open()
+        if write:
+            self._refuse_if_damaged(db)
+        return db
 
     def _attempt(
         self,
@@ -180,6 +211,25 @@ class Database:
             self._checkpointer.nudge()
         return result
 
+    def _refuse_if_damaged(self, db: sqlite3.Connection) -> None:
+        """Raise the damage found so far; check the file first if this is the first write."""
+        if not self._checked:
+            self._checked = True
+            pages = db.execute("PRAGMA page_count").fetchone()[0]
+            size = db.execute("PRAGMA page_size").fetchone()[0]
+            if pages * size <= QUICK_CHECK_BYTES:
+                # A damaged page the check meets may also raise; run() records that too.
+                found = db.execute("PRAGMA quick_check(1)").fetchone()[0]
+                if found != "ok":
+                    self._damage = found
+        if self._damage is not None:
+            raise damaged(self.path, self._what, self._damage)
+
+    def _failure(self, error: sqlite3.Error) -> StorageError:
+        if is_damage(error) and self._damage is None:
+            self._damage = str(error)
+        return describe(error, self.path, self._what)
+
     def tidy_soon(self) -> None:
         """Ask for the deferred upkeep (``tidy``) to run soon, in a background thread."""
         if self._tidy is not None:
@@ -190,16 +240,21 @@ class Database:
         with self._lock:
             db = self._connection
             if db is None or self._tidy is None:
-                return  # closed since the request, and closing did the work
+                # Closed since the request: by close(), which did the work, or before a fork,
+                # and then the next search or small write asks again.
+                return
             # Waiting for another writer here would hold this object's lock, and every call
             # behind it, for as long as that writer takes (a bulk import: seconds).
             db.execute("PRAGMA busy_timeout = 0")
             try:
+                self._refuse_if_damaged(db)
                 self._attempt(db, self._tidy, write=True, durable=False)
             except sqlite3.OperationalError as error:
                 if not _is_busy(error):
-                    raise
+                    raise self._failure(error) from error
                 busy = True
+            except sqlite3.Error as error:
+                raise self._failure(error) from error
             finally:
                 db.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
         if busy:
@@ -215,13 +270,15 @@ class Database:
     def _close(self, *, tidy: bool) -> None:
         self._checkpointer.stop()
         if self._connection is not None:
-            if tidy and self._tidy is not None:
+            if tidy and self._tidy is not None and not self._stand_in:
                 try:
+                    self._refuse_if_damaged(self._connection)
                     self._attempt(self._connection, self._tidy, write=True, durable=False)
-                except sqlite3.Error:
+                except (sqlite3.Error, StorageError):
                     pass  # left for whoever opens the file next; nothing depends on it
             self._connection.close()
             self._connection = None
+            self._stand_in = False
         _OPEN.discard(self)
 
     def _close_at_exit(self) -> None:
@@ -234,29 +291,66 @@ class Database:
             finally:
                 self._lock.release()
 
-    def _error(self, error: sqlite3.Error) -> StorageError:
-        code = primary_code(error)
-        if code == _NOTADB:
-            return StorageError(
-                f"'{self.path}' is not an SQLite database; point the {self._what} at a new file "
-                f"or at one agentrecall created ({error})"
-            )
-        if code == _CORRUPT:
-            return StorageError(
-                f"{self._what} '{self.path}' is damaged ({error}); agentrecall leaves it as it "
-                f"is: restore it from a backup, or point the {self._what} at a new file"
-            )
-        if code in (_FULL, _IOERR):
-            free = _free_bytes(self.path)
-            if free is not None and free < _NEARLY_FULL_BYTES:
-                left = "no space left" if free < 1024 else f"{free // 1024} KiB free"
-                return StorageError(
-                    f"{self._what} '{self.path}': the disk is full ({left}); make room and try "
-                    f"again ({error})"
-                )
-        return StorageError(f"{self._what} '{self.path}': {error}")
+    def _before_fork(self) -> None:
+        # SQLite keeps, per process, which locks the process holds on each file it has open,
+        # but POSIX locks are not inherited: a child that inherited an open connection would
+        # believe it holds locks it does not, and the parent, closing last, would delete the
+        # log the child still writes to. So nothing of ours is open at the fork: this waits for
+        # a transaction in progress in another thread, and the next call here opens again.
+        self._lock.acquire()
+        try:
+            self._close(tidy=False)
+        except sqlite3.Error:
+            pass  # the child forgets the connection instead
+
+    def _after_fork_in_parent(self) -> None:
+        self._lock.release()
+
+    def _after_fork_in_child(self) -> None:
+        # The forking thread held the lock, and now the child's only thread does.
+        self._lock = threading.Lock()
+        if self._connection is not None:
+            # Only if the parent could not close it; closing it here would roll back or
+            # checkpoint on the parent's behalf. It is kept referenced so it is never closed.
+            _INHERITED.append(self._connection)
+            self._connection = None
+        _OPEN.discard(self)
 
     def _open(self) -> sqlite3.Connection:
+        if self._readonly and _absent(self.path):
+            return self._open_stand_in()
+        if not self._readonly:
+            self._make_directory()
+        empty = os.path.isfile(self.path) and _absent(self.path)
+        db = self._connect()
+        try:
+            version = self._stored_version(db)
+            if self._readonly and version == 0:
+                db.close()  # another component's tables, or none: nothing of ours to read
+                return self._open_stand_in()
+            self._configure(db)
+            if version < len(self._migrations):
+                self._refuse_if_damaged(db)
+                if self._migrate(db) == 0 and empty:
+                    _log_adopted(self.path, self._what)
+        except BaseException:
+            db.close()
+            raise
+        return self._opened(db)
+
+    def _open_stand_in(self) -> sqlite3.Connection:
+        db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        self._add_functions(db)
+        self._migrate(db)
+        self._stand_in = True
+        return self._opened(db)
+
+    def _opened(self, db: sqlite3.Connection) -> sqlite3.Connection:
+        self._connection = db
+        _OPEN.add(self)
+        return db
+
+    def _make_directory(self) -> None:
         directory = os.path.dirname(os.path.abspath(self.path))
         try:
             os.makedirs(directory, exist_ok=True)
@@ -265,32 +359,49 @@ class Database:
                 f"cannot create the directory of {self._what} '{self.path}': "
                 f"{error.strerror or error}"
             ) from error
+
+    def _connect(self) -> sqlite3.Connection:
+        # A file this process may not write is opened read-only by SQLite itself.
+        target, uri = self.path, False
+        if self._readonly:
+            target, uri = f"file:{urllib.parse.quote(os.path.abspath(self.path))}?mode=ro", True
         db = sqlite3.connect(
-            self.path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
+            target,
+            timeout=self._busy_timeout,
+            isolation_level=None,
+            check_same_thread=False,
+            uri=uri,
         )
-        try:
-            for name, function in self._functions.items():
-                # Deterministic, one argument: the component's own helpers for its SQL.
-                db.create_function(name, 1, function, deterministic=True)
-            self._check_is_ours(db)
-            db.execute("PRAGMA journal_mode = WAL")
-            # SQLite's default page cache is 2 MiB; B-tree inserts into large indexes then go
-            # to the OS for most pages. 64 MiB keeps the hot part of a million-row store cached.
-            db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
-            db.execute(f"PRAGMA wal_autocheckpoint = {CHECKPOINT_PAGES}")
-            db.execute("PRAGMA synchronous = FULL")
-            self._durable = True
-            self._migrate(db)
-        except BaseException:
-            db.close()
-            raise
-        self._connection = db
-        _OPEN.add(self)
+        self._add_functions(db)
         return db
 
-    def _check_is_ours(self, db: sqlite3.Connection) -> None:
-        # The first read of the file: a foreign or damaged file fails here, and so does a full
-        # disk (no room for the WAL index); _error tells them apart.
+    def _add_functions(self, db: sqlite3.Connection) -> None:
+        for name, function in self._functions.items():
+            # Deterministic, one argument: the component's own helpers for its SQL.
+            db.create_function(name, 1, function, deterministic=True)
+
+    def _configure(self, db: sqlite3.Connection) -> None:
+        if not self._readonly and db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            try:
+                db.execute("PRAGMA journal_mode = WAL")
+            except sqlite3.OperationalError as error:
+                # A file this process may not write is read in the mode it has.
+                if not is_read_only(self._failure(error)):
+                    raise
+        # SQLite's default page cache is 2 MiB; B-tree inserts into large indexes then go
+        # to the OS for most pages. 64 MiB keeps the hot part of a million-row store cached.
+        db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+        db.execute(f"PRAGMA wal_autocheckpoint = {CHECKPOINT_PAGES}")
+        db.execute("PRAGMA synchronous = FULL")
+        self._durable = True
+
+    def _stored_version(self, db: sqlite3.Connection) -> int:
+        """Return the component's schema version with plain reads, refusing foreign files.
+
+        The first read of the file: a foreign or damaged file fails here, and so does a full
+        disk (no room for the WAL index); :func:`describe` tells them apart. Nothing is written
+        before the version is known to be one this code can open.
+        """
         tables = {
             row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
         }
@@ -299,23 +410,43 @@ class Database:
                 f"'{self.path}' is an SQLite database of another application (it has tables but "
                 f"none of agentrecall's); point the {self._what} at a new file"
             )
+        if not tables:
+            return 0
+        row = db.execute(
+            "SELECT version FROM agentrecall_schema WHERE component = ?", (self._component,)
+        ).fetchone()
+        version = 0 if row is None else int(row[0])
+        self._check_version(version)
+        return version
 
-    def _migrate(self, db: sqlite3.Connection) -> None:
+    def _check_version(self, version: int) -> None:
+        latest = len(self._migrations)
+        if version > latest:
+            raise StorageError(
+                f"{self._what} '{self.path}' has {self._component} schema version {version}, "
+                f"newer than this agentrecall knows ({latest}); upgrade agentrecall to open it"
+            )
+        if self._readonly and 0 < version < latest:
+            raise StorageError(
+                f"{self._what} '{self.path}' has {self._component} schema version {version}, "
+                f"older than this agentrecall's ({latest}), and is opened read-only; open it "
+                f"once with write access to upgrade it"
+            )
+
+    def _migrate(self, db: sqlite3.Connection) -> int:
+        """Bring the component's tables to the latest version; return the version found."""
         latest = len(self._migrations)
         with transaction(db, write=True):
             db.execute(
                 "CREATE TABLE IF NOT EXISTS agentrecall_schema "
                 "(component TEXT PRIMARY KEY, version INTEGER NOT NULL)"
             )
+            # Read again under the write lock: another process may have migrated meanwhile.
             row = db.execute(
                 "SELECT version FROM agentrecall_schema WHERE component = ?", (self._component,)
             ).fetchone()
             version = 0 if row is None else row[0]
-            if version > latest:
-                raise StorageError(
-                    f"{self._what} '{self.path}' has {self._component} schema version {version}, "
-                    f"newer than this agentrecall knows ({latest}); upgrade agentrecall to open it"
-                )
+            self._check_version(version)
             for step in range(version, latest):
                 for statement in _statements(self._migrations[step]):
                     db.execute(statement)
@@ -324,6 +455,26 @@ class Database:
                 "ON CONFLICT (component) DO UPDATE SET version = excluded.version",
                 (self._component, latest),
             )
+        return int(version)
+
+
+def _log_adopted(path: str, what: str) -> None:
+    # A zero-length file may be a new database another process is creating this very moment,
+    # or one whose contents were lost (a failed copy, a stray ``touch``): a note, not a warning.
+    logger.info(
+        "%s '%s' was an empty file; agentrecall created its tables in it",
+        what,
+        path,
+        extra={"agentrecall_empty_file": path},
+    )
+
+
+def _absent(path: str) -> bool:
+    """Whether ``path`` holds no database yet: missing, or empty with no log beside it."""
+    try:
+        return os.path.getsize(path) == 0 and not os.path.exists(f"{path}-wal")
+    except OSError:
+        return True
 
 
 @contextmanager
@@ -357,33 +508,11 @@ def _statements(script: str) -> list[str]:
     return statements
 
 
-def primary_code(error: sqlite3.Error) -> int | None:
-    """Return the primary SQLite result code of ``error`` (``SQLITE_FULL`` is 13), if known."""
-    code = getattr(error, "sqlite_errorcode", None)
-    if isinstance(code, int):
-        return code & 0xFF
-    message = str(error)
-    return next((code for code, text in _CODE_TEXTS if text in message), None)
-
-
-def is_full(error: BaseException) -> bool:
-    """Whether ``error``, a :class:`StorageError` from :meth:`Database.run`, is SQLITE_FULL.
-
-    SQLite says "database or disk is full": no room on the disk, or the page limit reached.
-    """
-    cause = error.__cause__
-    return isinstance(cause, sqlite3.Error) and primary_code(cause) == _FULL
-
-
-def _free_bytes(path: str) -> int | None:
-    try:
-        return shutil.disk_usage(os.path.dirname(os.path.abspath(path))).free
-    except OSError:
-        return None
-
-
 _OPEN: weakref.WeakSet[Database] = weakref.WeakSet()
 """Databases with an open connection, closed at interpreter exit."""
+
+_INHERITED: list[sqlite3.Connection] = []
+"""Connections a forked child inherited open: the parent's, never to be used or closed here."""
 
 
 @atexit.register

@@ -8,6 +8,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from agentrecall._internal import forks
+
 T = TypeVar("T")
 
 IDLE_SECONDS = 10.0
@@ -27,7 +29,8 @@ class Worker:
     * calls run in the order they were made, never two at once;
     * a cancelled caller stops waiting, but a call that started runs to its end (as with
       ``to_thread``), so a write is never cut in half;
-    * the thread is a daemon, starts on demand and ends after :data:`IDLE_SECONDS` idle.
+    * the thread is a daemon, starts on demand and ends after :data:`IDLE_SECONDS` idle;
+    * in a forked child it starts afresh: calls waiting in the parent stay the parent's.
     """
 
     def __init__(self, name: str) -> None:
@@ -35,6 +38,14 @@ class Worker:
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._guard = threading.Lock()
         self._thread: threading.Thread | None = None
+        forks.register(self, in_child=Worker._forget)
+
+    def _forget(self) -> None:
+        # In a forked child the thread is gone, the jobs waiting for it are the parent's, and
+        # the lock may be held for good.
+        self._jobs = queue.SimpleQueue()
+        self._guard = threading.Lock()
+        self._thread = None
 
     async def run(self, function: Callable[..., T], *args: Any) -> T:
         """Run ``function(*args)`` in the worker thread and return its result."""
@@ -42,7 +53,6 @@ class Worker:
         future: asyncio.Future[T] = loop.create_future()
         self._jobs.put((loop, future, function, args))
         with self._guard:
-            # A thread may also be gone because the process forked since it started.
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._serve, name=self._name, daemon=True)
                 self._thread.start()

@@ -9,7 +9,8 @@ from typing import Any, TypeVar
 
 from agentrecall._internal.checks import check_busy_timeout
 from agentrecall._internal.ids import new_id
-from agentrecall._internal.sqlite import Database, is_full
+from agentrecall._internal.sqlite import Database
+from agentrecall._internal.sqlite_errors import is_full, is_read_only
 from agentrecall._internal.text import has_surrogate
 from agentrecall.conversation.sessions import (
     SessionRecord,
@@ -49,8 +50,9 @@ class SQLiteSessions:
     one transaction, so processes sharing the file never see half a write and lose no write;
     a busy database is waited for (up to ``busy_timeout`` seconds), never reported as locked.
     Access times are updated without an fsync: losing one to a power cut only makes a session
-    look idle a little earlier. For the same reason a read on a full disk returns the session
-    without recording the access, rather than failing. Nothing is opened until the first call.
+    look idle a little earlier. For the same reason a read on a full disk, or of a file this
+    process may not write, returns the session without recording the access, rather than
+    failing. Nothing is opened until the first call.
     """
 
     blocking = True
@@ -126,10 +128,11 @@ class SQLiteSessions:
         try:
             rows = self._run(touch, write=True, durable=False)
         except StorageError as error:
-            if not is_full(error):
+            if not is_full(error) and not is_read_only(error):
                 raise
             # The access time is a hint (it is not even fsynced), so a read must not fail for
-            # want of room to record it: serve the session as stored, idle rules applied.
+            # want of room, or of permission, to record it: serve the session as stored, idle
+            # rules applied.
             record = self.get(session_id)
             if record is None or (idle_before is not None and record.accessed_at < idle_before):
                 return None

@@ -119,7 +119,8 @@ class SQLiteStore:
             description: what the store holds, shown to a model next to its name.
             max_search_results: hits per search when the caller gives no limit (default 10);
                 an integer from 1 to 2**63 - 1 (larger ones are refused, not clamped).
-            writable: whether writes are allowed.
+            writable: whether writes are allowed. A read-only store opens the file read-only
+                and never creates it: while it does not exist, the store reads as empty.
             extraction: fact-extraction setting, kept as given for a memory manager.
             ttl: default lifetime of new memories (seconds or ``timedelta``, positive and
                 finite); ``None`` keeps them until deleted.
@@ -162,6 +163,7 @@ class SQLiteStore:
                 "agentrecall_content_key": content_key,
             },
             tidy=index_unindexed,
+            readonly=not writable,
         )
         self._scope = Scope()
         self._worker = Worker(f"agentrecall {self._path}")
