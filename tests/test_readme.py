@@ -1,0 +1,187 @@
+"""Every code block of the README runs as written, in fresh processes and a fresh home."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import agentrecall
+from agentrecall import errors
+from agentrecall.testing import ChatServer, Reply
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+BLOCKS = re.findall(r"^```(\w*)\n(.*?)^```", README, flags=re.MULTILINE | re.DOTALL)
+BIN = Path(sys.executable).parent
+
+# Runs a block as a module would run, with top-level ``await`` allowed as in an async REPL.
+RUNNER = """
+import ast, asyncio, sys
+path = sys.argv[1]
+code = compile(open(path, encoding="utf-8").read(), path, "exec",
+               flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+result = eval(code, {"__name__": "__main__"})
+if asyncio.iscoroutine(result):
+    asyncio.run(result)
+"""
+
+
+def blocks(language: str) -> list[str]:
+    return [body for lang, body in BLOCKS if lang == language]
+
+
+def run_python(source: str, cwd: Path) -> str:
+    script = cwd / "block.py"
+    script.write_text(source, encoding="utf-8")
+    environment = {**os.environ, "AGENTRECALL_HOME": str(cwd / "home")}
+    done = subprocess.run(
+        [sys.executable, "-c", RUNNER, str(script)],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def quick_start(out: str, home: Path) -> None:
+    score, _, content = out.strip().partition(" ")
+    assert float(score) > 0 and content == "The user prefers aisle seats on long flights."
+    assert [p.name for p in (home / "memory").iterdir()] == ["notes.db"]
+
+
+def sync_store(out: str, home: Path) -> None:
+    assert out == "The user is allergic to peanuts.\n"
+
+
+def sqlite_store(out: str, home: Path) -> None:
+    assert out == "1 ['update', 'delete'] 3\n"
+
+
+def json_store(out: str, home: Path) -> None:
+    assert out == "['User prefers dark mode in the IDE.']\n"
+    assert json.loads((home.parent / "notes.json").read_text(encoding="utf-8"))[0]["metadata"] == {
+        "source": "user"
+    }
+
+
+def buffer_memory(out: str, home: Path) -> None:
+    assert out == "['user', 'assistant']\n"
+
+
+def strands_manager(out: str, home: Path) -> None:
+    assert out == ""
+
+
+# Each Python block, told by a line of it, with what its output must be.
+CHECKS: dict[str, Callable[[str, Path], None]] = {
+    'SQLiteStore(name="notes") as notes:': quick_start,
+    "with SyncStore(SQLiteStore": sync_store,
+    'ana = store.scope(user_id="ana")': sqlite_store,
+    'notes = JsonFileStore(name="notes", path="notes.json")': json_store,
+    'BufferMemory(max_messages=20, max_tokens=4000, path="conversations.db")': buffer_memory,
+    "StrandsMemoryManager(stores=": strands_manager,
+}
+
+
+def check_for(block: str) -> Callable[[str, Path], None] | None:
+    found = [check for marker, check in CHECKS.items() if marker in block]
+    assert len(found) <= 1
+    return found[0] if found else None
+
+
+@pytest.mark.parametrize("index", range(len(blocks("python"))))
+def test_python_block_runs(index: int, tmp_path: Path) -> None:
+    block = blocks("python")[index]
+    if "async def chat(" in block:
+        pytest.skip("the agent loop needs a model server: test_agent_loop_runs_on_loopback")
+    check = check_for(block)
+    assert check is not None, f"README python block {index} has no check in test_readme.py"
+    check(run_python(block, tmp_path), tmp_path / "home")
+
+
+def respond(request: Any) -> Reply:
+    if "JSON" in (request.system or ""):  # an extraction request
+        return Reply.text(json.dumps(["The user is vegetarian and cooks dinner at home."]))
+    recalled = (request.last_user_text or "").partition("<memory>")[2]
+    return Reply.text("You are vegetarian." if "vegetarian" in recalled else "Noted!")
+
+
+def test_agent_loop_runs_on_loopback(tmp_path: Path) -> None:
+    (block,) = [b for b in blocks("python") if "async def chat(" in b]
+    with ChatServer(responder=respond) as server:
+        call = (
+            "import asyncio\n"
+            f"first = asyncio.run(chat({server.base_url!r}, 'm', ['I am vegetarian.', 'Hi'], '.'))"
+            f"\nsecond = asyncio.run(chat({server.base_url!r}, 'm', ['Dinner ideas?'], '.'))"
+            "\nprint(first, second)\n"
+        )
+        out = run_python(block + call, tmp_path)
+    assert out == "['Noted!', 'Noted!'] ['You are vegetarian.']\n"
+
+
+def test_the_two_commands_come_first() -> None:
+    first = blocks("sh")[0]
+    assert [line.split("#")[0].strip() for line in first.splitlines()] == ["make demo", "make test"]
+    # Both run for real: `make test` runs them again in a fresh clone (scripts/clone-check).
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert "scripts/clone-check" in makefile
+    assert "make demo" in (ROOT / "scripts" / "clone-check").read_text(encoding="utf-8")
+
+
+def test_install_block_names_real_extras() -> None:
+    (install,) = [b for b in blocks("sh") if "pip install" in b]
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    section = pyproject.split("[project.optional-dependencies]\n", 1)[1].split("\n[", 1)[0]
+    extras = re.findall(r"^(\w+) = ", section, flags=re.MULTILINE)
+    named = re.findall(r"'\.\[([\w,]+)\]'", install)
+    assert named and all(extra in extras for group in named for extra in group.split(","))
+    assert "agentrecall --version" in install
+    done = subprocess.run(
+        [str(BIN / "agentrecall"), "--version"], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == f"agentrecall {agentrecall.__version__}"
+
+
+def test_command_line_block_runs(tmp_path: Path) -> None:
+    (commands,) = [b for b in blocks("sh") if b.startswith("agentrecall add")]
+    (tmp_path / "data").symlink_to(ROOT / "data")
+    environment = {
+        **os.environ,
+        "AGENTRECALL_HOME": str(tmp_path / "home"),
+        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+    }
+    for line in commands.splitlines():
+        command = line.split("  #")[0].strip()
+        done = subprocess.run(
+            shlex.split(command),
+            cwd=tmp_path,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, f"{command}: {done.stderr}"
+    assert (tmp_path / "team-copy.db").exists()
+    assert (tmp_path / "home" / "memory" / "work.db").exists()
+
+
+def test_error_tree_matches_the_classes() -> None:
+    (tree,) = [body for lang, body in BLOCKS if lang == "" and "AgentRecallError" in body]
+    names = re.findall(r"^[├└─ ]*(\w+Error)\b", tree, flags=re.MULTILINE)
+    assert names[0] == "AgentRecallError"
+    for name in names[1:]:
+        assert issubclass(getattr(errors, name), errors.AgentRecallError), name
