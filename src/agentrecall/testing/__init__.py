@@ -5,15 +5,25 @@
   loops end to end over real HTTP.
 * :class:`ScriptedChatModel`: a :class:`~agentrecall.models.ChatModel` that answers from a
   script in process, for tests that do not need HTTP.
+* :class:`HashEmbedder`: a deterministic :class:`~agentrecall.embeddings.Embedder` that
+  hashes words into vectors (needs ``numpy``), for tests of semantic and hybrid search.
 * :mod:`agentrecall.testing.conformance`: the store conformance suite, for checking a memory
   store (yours or ours) against the contract every agentrecall store keeps. Subclass its
   ``StoreContract`` in a pytest module and give it a ``make_store`` fixture; it needs pytest
   and pytest-asyncio, so import it from your tests: this package never imports it.
 
-Standard library only.
+Importing it needs the standard library only.
 """
 
 from agentrecall.testing.chat_server import ChatServer, ReceivedRequest, Reply
+from agentrecall.testing.embedder import HashEmbedder
 from agentrecall.testing.scripted_model import ModelCall, ScriptedChatModel
 
-__all__ = ["ChatServer", "ModelCall", "ReceivedRequest", "Reply", "ScriptedChatModel"]
+__all__ = [
+    "ChatServer",
+    "HashEmbedder",
+    "ModelCall",
+    "ReceivedRequest",
+    "Reply",
+    "ScriptedChatModel",
+]

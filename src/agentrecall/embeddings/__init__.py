@@ -1,0 +1,10 @@
+"""Text embedders: what a store takes to recall by meaning.
+
+:class:`Embedder` is the protocol; any object with ``model_id``, ``dimension`` and
+``embed(texts)`` plugs in. Importing this package needs the standard library only; an
+embedder that needs an extra imports it when it is created.
+"""
+
+from agentrecall.embeddings.base import Embedder, Vectors
+
+__all__ = ["Embedder", "Vectors"]
