@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -262,3 +264,30 @@ def test_history_is_copied_page_by_page_synchronously(tmp_path: Path) -> None:
         assert copy.import_versions([v for page in pages for v in page]) == 2
         assert [v.change for v in copy.history(gone.id)] == ["delete"]
         assert list(copy.versions()) == [[v for page in pages for v in page]]
+
+
+def test_a_forked_child_gets_a_loop_of_its_own(tmp_path: Path) -> None:
+    with SyncStore(JsonFileStore(name="fork", path=tmp_path / "m.json")) as memory:
+        memory.add("User likes tea")
+        busy, release = threading.Event(), threading.Event()
+
+        async def hold() -> None:
+            busy.set()
+            while not release.is_set():
+                await asyncio.sleep(0.01)
+
+        # Another thread is inside the facade's loop when the process forks.
+        holder = threading.Thread(target=memory._runner.run, args=(hold(),))
+        holder.start()
+        busy.wait(5)
+        pid = os.fork()
+        if pid == 0:  # the child
+            try:
+                code = 0 if memory.search("tea")[0].content == "User likes tea" else 1
+            except BaseException:
+                code = 2
+            os._exit(code)
+        release.set()
+        holder.join(5)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0

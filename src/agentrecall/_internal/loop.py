@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from agentrecall._internal import forks
 from agentrecall.errors import AgentRecallError
 
 T = TypeVar("T")
@@ -16,10 +17,17 @@ class LoopRunner:
 
     The loop lives until :meth:`close`, so async resources bound to it (locks, connections)
     survive between calls, unlike ``asyncio.run`` which builds and tears down a loop per call.
+    A forked child starts with a loop of its own.
     """
 
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
+        forks.register(self, in_child=LoopRunner._forget)
+
+    def _forget(self) -> None:
+        # The parent's loop may have been running in another thread at the fork, and its
+        # selector belongs to the parent: the child's copy is left alone, never used or closed.
+        self._loop = None
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` and return its result.
