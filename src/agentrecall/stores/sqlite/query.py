@@ -33,6 +33,13 @@ SCOPE_TERMS = 64
 """A view over at most this many exact scopes names them in its full-text queries; a wider
 one (say, an agent with thousands of sessions) checks each posting's memory instead."""
 
+MAX_QUERY_TERMS = 64
+"""A query's rarest this many terms take part in a search; the commoner others are left out.
+
+Each term is one part of the statement that picks candidates, and SQLite takes at most 500;
+a pasted document has thousands of distinct words. Rare words tell memories apart, common
+ones add almost nothing to a score; no LoCoMo question has more than 11 terms."""
+
 K1 = 1.2
 B = 0.75
 
@@ -201,11 +208,13 @@ def plan_terms(df: Mapping[str, int], total: int) -> list[TermPlan]:
     at most ``COMMON_SHARE`` of the memories adds its ``NEWEST_POSTINGS`` newest, and a more
     common term adds none. Rare terms tell memories apart, so they get the budget; if no term
     adds candidates, the rarest adds its newest, so a query of common words still finds some.
-    Terms no memory holds are left out.
+    Terms no memory holds are left out, and so are all but the ``MAX_QUERY_TERMS`` rarest
+    (fewest memories, then the term's text): they neither add candidates nor score.
     """
     plans: list[TermPlan] = []
     running = 0
-    for count, term in sorted((count, term) for term, count in df.items() if count > 0):
+    held = sorted((count, term) for term, count in df.items() if count > 0)
+    for count, term in held[:MAX_QUERY_TERMS]:
         postings: int | None
         if count < PROBE_POSTINGS or running + count <= POSTINGS_BUDGET:
             postings = None

@@ -10,7 +10,9 @@ term statistics and all reranked, so a search finds a memory from the moment it 
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from collections import Counter
 from typing import Any
 
 from agentrecall._internal.sqlite import Database
@@ -31,9 +33,12 @@ from agentrecall.stores.sqlite.rows import metadata as decode_metadata
 from agentrecall.types import MemoryEntry
 
 # Counting the newest postings of a term, up to a bound, costs little whatever its frequency.
+# One statement probes every term of a query (the match expressions come as a JSON array):
+# a pasted document has thousands of distinct words.
 PROBE = (
-    "SELECT count(*), min(rowid) FROM (SELECT rowid FROM memories_fts "
-    f"WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT {PROBE_POSTINGS})"
+    "SELECT (SELECT json_array(count(*), min(rowid)) FROM (SELECT rowid FROM memories_fts "
+    f"WHERE memories_fts MATCH t.value ORDER BY rowid DESC LIMIT {PROBE_POSTINGS})) "
+    "FROM json_each(?) AS t ORDER BY t.key"
 )
 
 # The memories waiting for the index, each with whether the search may return it.
@@ -86,10 +91,7 @@ def ranked_search(
                 return [], {}, 0.0, len(waiting)
             if len(scopes) > SCOPE_TERMS:
                 scopes, inside = None, True
-        df = {
-            term: _indexed_df(db, term, first or 0, last or 0) + sum(term in held for held in words)
-            for term in terms
-        }
+        df = _frequencies(db, terms, words, first or 0, last or 0)
         plans = plan_terms(df, total)
         values: list[object] = []
         for plan in plans:
@@ -124,17 +126,24 @@ def ranked_search(
 
 def _unindexed(
     db: sqlite3.Connection, where: str, params: list[object]
-) -> tuple[list[Any], list[frozenset[str]], int]:
-    """Return the memories waiting for the index, each one's words, and their token count.
+) -> tuple[list[Any], Counter[str], int]:
+    """Return the memories waiting for the index, how many hold each word, and their tokens.
 
     Each row is ``(seq, id, content, metadata, whether where holds)``.
     """
     rows = db.execute(UNINDEXED.format(where=where), params).fetchall()
     tokenized = [index_tokens(row[2]) for row in rows]
-    return rows, [frozenset(each) for each in tokenized], sum(map(len, tokenized))
+    words = Counter(word for tokens in tokenized for word in set(tokens))
+    return rows, words, sum(map(len, tokenized))
 
 
-def _indexed_df(db: sqlite3.Connection, term: str, first: int, last: int) -> int:
-    """Return how many indexed memories hold ``term`` (estimated for a common term)."""
-    newest, lowest = db.execute(PROBE, [match_expression([term])]).fetchone()
-    return estimate_df(newest, lowest, first, last)
+def _frequencies(
+    db: sqlite3.Connection, terms: list[str], waiting: Counter[str], first: int, last: int
+) -> dict[str, int]:
+    """Return how many memories hold each term: indexed (estimated if common) and ``waiting``."""
+    expressions = json.dumps([match_expression([term]) for term in terms])
+    probes = [json.loads(row[0]) for row in db.execute(PROBE, [expressions])]
+    return {
+        term: estimate_df(newest, lowest, first, last) + waiting[term]
+        for term, (newest, lowest) in zip(terms, probes, strict=True)
+    }
