@@ -13,17 +13,18 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from agentrecall._internal.sqlite import Database
+from agentrecall.stores.sqlite.candidates import Checks, candidates
+from agentrecall.stores.sqlite.narrowing import Narrowing
 from agentrecall.stores.sqlite.query import (
     CANDIDATES,
     PROBE_POSTINGS,
-    SCOPE_TERMS,
     Scope,
     averages,
     bm25,
-    candidate_query,
     estimate_df,
     index_tokens,
     match_expression,
@@ -56,6 +57,7 @@ def ranked_search(
     params: list[object],
     scope: Scope,
     filtered: bool,
+    narrowed: Sequence[Narrowing],
     tidy: bool,
 ) -> list[MemoryEntry]:
     """Pick candidates with the bounded plan of ``plan_terms``, then rank them by BM25.
@@ -65,10 +67,11 @@ def ranked_search(
     scope narrows each term's postings inside the full-text index (which indexes scope
     numbers), and with ``filtered`` (metadata or time conditions), or a view spanning more
     than ``SCOPE_TERMS`` scopes, ``where`` is checked for each posting before the newest-
-    postings limits. With ``tidy``, finding memories that wait for the index asks the
+    postings limits. ``narrowed`` are the parts of the conditions that indexes answer (see
+    :mod:`~agentrecall.stores.sqlite.narrowing`): they make that check cheap, and never
+    change its outcome. With ``tidy``, finding memories that wait for the index asks the
     database to index them soon (they may be left over from a process that was killed).
     """
-    wanted = max(CANDIDATES, limit)
 
     def read(db: sqlite3.Connection) -> tuple[list[Any], dict[str, float], float, int]:
         record = db.execute("SELECT block FROM memories_fts_data WHERE id = 1").fetchone()
@@ -78,34 +81,12 @@ def ranked_search(
         tokens += waiting_tokens
         if not total:
             return [], {}, 0.0, 0
-        # Two subqueries: min and max together in one SELECT would scan the table.
-        first, last = db.execute(
-            "SELECT (SELECT min(seq) FROM memories), (SELECT max(seq) FROM memories)"
-        ).fetchone()
-        scopes: list[int] | None = None
-        inside = filtered
-        numbers = scope.numbers()
-        if numbers is not None:
-            scopes = [row[0] for row in db.execute(*numbers)]
-            if not scopes:
-                return [], {}, 0.0, len(waiting)
-            if len(scopes) > SCOPE_TERMS:
-                scopes, inside = None, True
-        df = _frequencies(db, terms, words, first or 0, last or 0)
+        df, floors = _frequencies(db, terms, words)
         plans = plan_terms(df, total)
-        values: list[object] = []
-        for plan in plans:
-            if plan.postings != 0:
-                values += [plan.weight, match_expression([plan.term], scopes)]
-                values += params if inside else []
         rows = [row[:4] for row in waiting if row[4]]
-        if values:
-            candidates = candidate_query(plans, where if inside else None, wanted)
-            rows += db.execute(
-                "SELECT m.seq, m.id, m.content, m.metadata "
-                f"FROM ({candidates}) AS c JOIN memories AS m ON m.seq = c.id WHERE {where}",
-                [*values, wanted, *params],
-            ).fetchall()
+        if any(plan.postings != 0 for plan in plans):
+            checks = Checks(where, params, filtered, narrowed, max(CANDIDATES, limit), limit)
+            rows += candidates(db, plans, floors, scope, checks, total)
         weights = {plan.term: plan.weight for plan in plans}
         return rows, weights, tokens / total, len(waiting)
 
@@ -138,12 +119,23 @@ def _unindexed(
 
 
 def _frequencies(
-    db: sqlite3.Connection, terms: list[str], waiting: Counter[str], first: int, last: int
-) -> dict[str, int]:
-    """Return how many memories hold each term: indexed (estimated if common) and ``waiting``."""
+    db: sqlite3.Connection, terms: list[str], waiting: Counter[str]
+) -> tuple[dict[str, int], dict[str, int]]:
+    """Return how many memories hold each term, and the floors of the terms with many.
+
+    A term's count is its indexed memories (estimated when common) and the ``waiting`` ones
+    holding it; its floor, when it has at least ``PROBE_POSTINGS`` postings, is the lowest
+    row id among its newest ``PROBE_POSTINGS``.
+    """
+    # Two subqueries: min and max together in one SELECT would scan the table.
+    first, last = db.execute(
+        "SELECT (SELECT min(seq) FROM memories), (SELECT max(seq) FROM memories)"
+    ).fetchone()
     expressions = json.dumps([match_expression([term]) for term in terms])
     probes = [json.loads(row[0]) for row in db.execute(PROBE, [expressions])]
-    return {
-        term: estimate_df(newest, lowest, first, last) + waiting[term]
-        for term, (newest, lowest) in zip(terms, probes, strict=True)
-    }
+    df, floors = {}, {}
+    for term, (newest, lowest) in zip(terms, probes, strict=True):
+        df[term] = estimate_df(newest, lowest, first or 0, last or 0) + waiting[term]
+        if newest >= PROBE_POSTINGS:
+            floors[term] = lowest
+    return df, floors

@@ -17,6 +17,7 @@ from agentrecall._internal.worker import Worker
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.stores.base import Capability
 from agentrecall.stores.sqlite import reads, writes
+from agentrecall.stores.sqlite.narrowing import narrowings
 from agentrecall.stores.sqlite.query import Scope, content_hash, content_key, query_terms, timestamp
 from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
 from agentrecall.stores.sqlite.search import ranked_search
@@ -275,6 +276,8 @@ class SQLiteStore:
         if not terms:
             return []
         filtered = filter is not None or created_after is not None or created_before is not None
+        after = timestamp(created_after, "created_after")
+        narrowed = narrowings(filter, after, timestamp(created_before, "created_before"))
         return await self._offload(
             ranked_search,
             self._db,
@@ -284,6 +287,7 @@ class SQLiteStore:
             params,
             self._scope,
             filtered,
+            narrowed,
             self.writable,
         )
 

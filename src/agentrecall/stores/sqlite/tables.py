@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from agentrecall.stores.sqlite.query import STORED_TIME, Scope
+from agentrecall.stores.sqlite.tags import tag
 
 ROOT_SCOPE = 0
 """The scope number of memories written outside any scope (created by migration 5)."""
@@ -116,6 +117,7 @@ def _index_after(db: sqlite3.Connection, last: int) -> int:
         "SELECT seq, content, scope FROM memories WHERE seq > ?",
         (last,),
     ).rowcount
+    tag(db, "seq > ?", (last,))
     return indexed
 
 
@@ -139,6 +141,7 @@ def index_unindexed(db: sqlite3.Connection) -> int:
         "JOIN memories AS m ON m.seq = u.seq"
     ).rowcount
     if indexed:
+        tag(db, "seq IN (SELECT seq FROM memories_unindexed)", ())
         db.execute("DELETE FROM memories_unindexed")
     return indexed
 
