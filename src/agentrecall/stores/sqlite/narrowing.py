@@ -24,7 +24,8 @@ SELECTIVE_SHARE = 0.05
 """A narrowing holding at most this share of the memories is selective (see :func:`chosen`)."""
 
 SELECTIVE_ROWS = 20_000
-"""Nor more than this many: each part of the candidate statement builds a set of its rows."""
+"""Nor more than this many: a search counts a narrowing's rows up to this bound and writes a
+selective one's to a table first, about 0.1 and 0.2 µs a row at a million memories."""
 
 TAGGED_TEXT = 256
 """Keys and strings of up to this many characters are in ``memory_tags`` (migration 8)."""

@@ -2,8 +2,9 @@
 
 Which terms and postings are scored is decided by the pure planner in
 :mod:`agentrecall.stores.sqlite.query` (see ``benchmarks/results/keyword-engines.md`` for the
-measurements behind it); this module runs the plan: one cheap probe per term, one statement that
-sums the candidates' weights inside SQLite, then an exact BM25 rerank of the best candidates.
+measurements behind it); this module runs the plan: one statement that cheaply probes every
+term, the pick of candidates (:mod:`agentrecall.stores.sqlite.candidates`), then an exact BM25
+rerank of the best candidates.
 The few memories not indexed yet (``memories_unindexed``) are read directly, counted in the
 term statistics and all reranked, so a search finds a memory from the moment it is added.
 """
@@ -63,14 +64,13 @@ def ranked_search(
     """Pick candidates with the bounded plan of ``plan_terms``, then rank them by BM25.
 
     ``where`` (over alias ``m``, with ``params``) selects the memories the search may return.
-    A small scope or a selective filter still finds its own memories among many others: the
-    scope narrows each term's postings inside the full-text index (which indexes scope
-    numbers), and with ``filtered`` (metadata or time conditions), or a view spanning more
-    than ``SCOPE_TERMS`` scopes, ``where`` is checked for each posting before the newest-
-    postings limits. ``narrowed`` are the parts of the conditions that indexes answer (see
-    :mod:`~agentrecall.stores.sqlite.narrowing`): they make that check cheap, and never
-    change its outcome. With ``tidy``, finding memories that wait for the index asks the
-    database to index them soon (they may be left over from a process that was killed).
+    A small scope still finds its own memories among many others: the scope narrows each
+    term's postings inside the full-text index (which indexes scope numbers). ``filtered``
+    says whether there are metadata or time conditions, and ``narrowed`` which parts of them
+    indexes answer; how candidates that meet the conditions are found is for
+    :mod:`~agentrecall.stores.sqlite.candidates` to decide. With ``tidy``, finding memories
+    that wait for the index asks the database to index them soon (they may be left over from
+    a process that was killed).
     """
 
     def read(db: sqlite3.Connection) -> tuple[list[Any], dict[str, float], float, int]:

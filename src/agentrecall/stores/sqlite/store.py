@@ -60,7 +60,14 @@ class SQLiteStore:
       ranked by exact BM25, so questions stay fast at millions of memories; on a small store
       the ranking is exact BM25. Ties go to the newer memory. ``_relevanceScore`` is the BM25
       score, higher is better. Term statistics (document frequencies, average length) are the
-      whole database's, in a scope view too.
+      whole database's, in a scope view too. A query of any length works: its 64 rarest terms
+      (fewest memories holding them) are searched and scored, the others left out, so a
+      pasted document is searched by its most telling words.
+    * Filters and time bounds: an index of metadata values (equality and ``$in`` on keys and
+      strings of up to 256 characters) and one of creation times narrow a search to the
+      memories that may match before it ranks them, so a selective filter costs about what
+      an unfiltered search does (``benchmarks/results/sqlite-filters.md``). On a small store
+      the hits are the exact BM25 ranking of the memories that meet every condition.
     * A memory is found by a search from the moment its add returns. Writes of up to 16
       memories commit only the memories and list them as waiting for the full-text index (so
       a durable add does not also write and fsync index pages); a background thread indexes
