@@ -39,8 +39,14 @@ Very Long-Term Conversational Memory of LLM Agents", ACL 2024, arXiv 2402.17753,
 Each timed call is one ``await`` timed alone with ``time.perf_counter`` (so it includes the
 store's hop to a worker thread). The machine is shared and noisy: read medians.
 
+Then, at each size of at least 100k, filtered searches beside the unfiltered one in the same
+run (:mod:`filtered_search`: a selective and a non-selective metadata filter, a selective time
+bound; median, p99 and the ratio to the unfiltered median), in a database of their own.
+
 Run: ``.venv/bin/python benchmarks/bench_sqlite.py [--sizes 10000,100000,1000000]``. Writes
-``benchmarks/results/sqlite.md`` and prints the same table.
+``benchmarks/results/sqlite.md`` and ``benchmarks/results/sqlite-filters.md`` and prints the
+same tables. With ``--filters``, only the filtered searches run (at 100k and 1M unless
+``--sizes`` says otherwise; a few minutes) and only the second file is written.
 """
 
 from __future__ import annotations
@@ -64,6 +70,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import filtered_search
 from bench_import_floor import prepared_rows, sqlite_rate
 from corpus import SIZES, corpus, query_sample
 from strands.vended_memory_stores import TestMemoryStore
@@ -72,6 +79,7 @@ from timing import ms, percentile, time_adds
 from agentrecall import JsonFileStore, SQLiteStore
 
 RESULTS = Path(__file__).resolve().parent / "results" / "sqlite.md"
+FILTER_RESULTS = RESULTS.with_name("sqlite-filters.md")
 BATCH = 50_000
 SMALL_BATCH, SMALL_BATCHES = 5_000, 4
 ADDS, ADD_WARMUP = 200, 5
@@ -324,12 +332,7 @@ def verdicts(rows: list[dict[str, Any]]) -> list[str]:
 def render(rows: list[dict[str, Any]], elapsed: float, load: tuple[float, ...]) -> str:
     """Return the Markdown report."""
     lines = [
-        "# SQLiteStore: import, durable add and search at scale",
-        "",
-        f"* Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC; run took {elapsed:.0f} s.",
-        f"* Machine: nproc {os.cpu_count()}, Python {platform.python_version()}, SQLite "
-        f"{sqlite3.sqlite_version}, {platform.system()} {platform.machine()}; load average "
-        f"{load[0]:.2f} at start, {os.getloadavg()[0]:.2f} at end (shared, noisy machine).",
+        *header("SQLiteStore: import, durable add and search at scale", elapsed, load),
         f"* Samples: import in `add_many` batches of {BATCH:,} (median of {IMPORT_RUNS} imports "
         f"at each size), then {SMALL_BATCHES} more batches "
         f"of {SMALL_BATCH:,} after the searches; {ADDS} single adds after {ADD_WARMUP} warm-up "
@@ -370,17 +373,76 @@ def render(rows: list[dict[str, Any]], elapsed: float, load: tuple[float, ...]) 
     return "\n".join(lines) + "\n"
 
 
+def header(title: str, elapsed: float, load: tuple[float, ...]) -> list[str]:
+    """Return the title, date, machine and data lines of a report."""
+    return [
+        f"# {title}",
+        "",
+        f"* Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC; run took {elapsed:.0f} s.",
+        f"* Machine: nproc {os.cpu_count()}, Python {platform.python_version()}, SQLite "
+        f"{sqlite3.sqlite_version}, {platform.system()} {platform.machine()}; load average "
+        f"{load[0]:.2f} at start, {os.getloadavg()[0]:.2f} at end (shared, noisy machine).",
+    ]
+
+
+def render_filters(rows: list[dict[str, Any]], elapsed: float, load: tuple[float, ...]) -> str:
+    """Return the Markdown report of the filtered searches."""
+    lines = [
+        *header("SQLiteStore: filtered searches beside the unfiltered one", elapsed, load),
+        f"* Samples: {QUERIES} LoCoMo questions after {QUERY_WARMUP} warm-up, top 10, each "
+        "question searched once per row in turn, in a fresh child process that opens the "
+        "database (page cache warm from the import). Each size has a database of its own: "
+        "the corpus imported with `import_records`, one memory a second, plus two fields "
+        "(`benchmarks/filtered_search.py`).",
+        "* Data: `benchmarks/corpus.py`, LoCoMo dev turns among English-like filler; queries are "
+        "LoCoMo dev questions (Maharana et al., ACL 2024, arXiv 2402.17753, CC BY-NC 4.0).",
+        "",
+        *filtered_search.render(rows),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def run_filters(sizes: list[int], questions: list[str], warmup: list[str]) -> list[dict[str, Any]]:
+    """Time the filtered searches at each size; return their rows."""
+    rows = []
+    began = time.perf_counter()
+    for size in sizes:
+        rows.append(filtered_search.bench(size, questions, warmup, __file__))
+        print(
+            f"... filtered searches {size:,} done ({time.perf_counter() - began:.0f} s)",
+            file=sys.stderr,
+        )
+    return rows
+
+
+def write(path: Path, report: str) -> None:
+    """Write ``report`` to ``path`` and print it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(report, encoding="utf-8")
+    print(report)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--sizes", default=",".join(str(s) for s in SIZES))
+    parser.add_argument("--sizes", help="comma-separated sizes")
+    parser.add_argument("--filters", action="store_true", help="only the filtered searches")
     parser.add_argument("--search-child", metavar="DB", help=argparse.SUPPRESS)
+    parser.add_argument("--filters-child", metavar="DB", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.search_child:
         search_child(args.search_child)
         return
-    sizes = sorted(int(s) for s in args.sizes.split(","))
+    if args.filters_child:
+        filtered_search.search_child(args.filters_child)
+        return
+    default = filtered_search.SIZES if args.filters else SIZES
+    sizes = sorted(int(s) for s in args.sizes.split(",")) if args.sizes else list(default)
     began, load = time.perf_counter(), os.getloadavg()
     questions, warmup = query_sample(QUERIES, QUERY_WARMUP)
+    if args.filters:
+        filter_rows = run_filters(sizes, questions, warmup)
+        write(FILTER_RESULTS, render_filters(filter_rows, time.perf_counter() - began, load))
+        return
     rows = []
     for size in sizes:
         rows.append(bench_sqlite(size, questions, warmup))
@@ -391,10 +453,10 @@ def main() -> None:
         if size == 10_000:
             rows += bench_json_stores(size, questions, warmup)
             print(f"... JSON stores done ({time.perf_counter() - began:.0f} s)", file=sys.stderr)
-    report = render(rows, time.perf_counter() - began, load)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(report, encoding="utf-8")
-    print(report)
+    write(RESULTS, render(rows, time.perf_counter() - began, load))
+    filter_began = time.perf_counter()
+    filter_rows = run_filters([s for s in sizes if s >= 100_000], questions, warmup)
+    write(FILTER_RESULTS, render_filters(filter_rows, time.perf_counter() - filter_began, load))
 
 
 if __name__ == "__main__":

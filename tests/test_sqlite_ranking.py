@@ -1,28 +1,24 @@
 """On a store small enough that no bound binds, SQLiteStore ranks by exact BM25.
 
-The expected ranking is computed here from the formula the store documents (Okapi BM25, k1 1.2,
-b 0.75, idf ln(1 + (N - df + 0.5) / (df + 0.5)), words folded to lowercase without diacritics,
-stop words left out of queries, ties to the newer memory), independently of the store's code,
-over whole stores and over scope views, with any number of the newest memories still waiting
-for the full-text index.
+The expected ranking is computed from the formula the store documents (:mod:`bm25_oracle`),
+independently of the store's code, over whole stores and over scope views, with any number of
+the newest memories still waiting for the full-text index.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
-import re
 import tempfile
-import unicodedata
 from pathlib import Path
 from unittest import mock
 
+from bm25_oracle import ranked
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentrecall import SQLiteStore
 from agentrecall._internal import sqlite as sqlite_module
-from agentrecall.retrieval.tokenize import STOP_WORDS
 from agentrecall.stores.sqlite.tables import index_unindexed
 
 WORDS = [
@@ -30,34 +26,6 @@ WORDS = [
     "the", "and", "of", "to", "Mia", "MIA", "über", "uber", "2024", "x1", "dance", "ship",
 ]  # fmt: skip
 USERS = [None, "ana", "bob"]
-
-
-def _words(text: str) -> list[str]:
-    folded = unicodedata.normalize("NFKD", text.lower())
-    folded = "".join(char for char in folded if not unicodedata.combining(char))
-    return re.findall(r"[^\W_]+", folded)
-
-
-def _expected(memories: list[str], query: str) -> list[tuple[int, float]]:
-    """Return (index, score) of the memories with a positive score, best first."""
-    documents = [_words(text) for text in memories]
-    total = len(documents)
-    average = sum(len(words) for words in documents) / total
-    terms = set(_words(query)) - STOP_WORDS
-    scored = []
-    for index, words in enumerate(documents):
-        score = 0.0
-        for term in terms:
-            frequency = words.count(term)
-            if not frequency:
-                continue
-            df = sum(term in other for other in documents)
-            idf = math.log(1 + (total - df + 0.5) / (df + 0.5))
-            norm = 1.2 * (1 - 0.75 + 0.75 * len(words) / average)
-            score += idf * frequency * 2.2 / (frequency + norm)
-        if score > 0:
-            scored.append((index, score))
-    return sorted(scored, key=lambda item: (-item[1], -item[0]))
 
 
 sentences = st.lists(st.sampled_from(WORDS), min_size=1, max_size=8).map(" ".join)
@@ -104,7 +72,7 @@ def test_a_small_store_ranks_by_exact_bm25(
     # Statistics (N, df, average length) are the whole database's; the view only filters.
     expected = [
         (order[index], score)
-        for index, score in _expected(texts, query)
+        for index, score in ranked(texts, query)
         if user is None or stored[order[index]][1] == user
     ]
 

@@ -52,7 +52,15 @@ from typing import Any
 from agentrecall._internal.text import check_text
 from agentrecall.errors import InvalidArgumentError
 
-__all__ = ["OPERATORS", "MetadataFilter", "check_filter", "matcher", "matches", "to_sql"]
+__all__ = [
+    "OPERATORS",
+    "MetadataFilter",
+    "check_filter",
+    "matcher",
+    "matches",
+    "to_sql",
+    "value_sets",
+]
 
 MetadataFilter = Mapping[str, Any]
 """A metadata filter: ``{field: condition}``, as described in the module docstring."""
@@ -153,6 +161,28 @@ def to_sql(filter: MetadataFilter | None, column: str) -> tuple[str, list[object
     for field in fields:
         parts.append(_field_sql(field, column, params))
     return "(" + " AND ".join(parts) + ")", params
+
+
+def value_sets(filter: MetadataFilter | None) -> list[tuple[str, tuple[object, ...]]]:
+    """Return ``(field, values)`` for each field that a match must hold with one of ``values``.
+
+    The values are those of the field's first ``$eq`` (or plain value) or ``$in`` test, so
+    every memory the filter matches has, at the field's key, a value equal to one of them (by
+    the JSON equality of the module docstring; an empty tuple: no memory matches). An index
+    of metadata values can thus narrow a search to a superset of the matches; fields without
+    such a test are not listed.
+
+    Raises:
+        InvalidArgumentError: as :func:`check_filter`.
+    """
+    sets = []
+    for field in _parse(filter):
+        for test in field.tests:
+            if test.operator in ("$eq", "$in"):
+                values = (test.operand,) if test.operator == "$eq" else tuple(test.operand)
+                sets.append((field.name, values))
+                break
+    return sets
 
 
 # ---------------------------------------------------------------------------------- checking

@@ -34,6 +34,13 @@ SCOPE_TERMS = 64
 """A view over at most this many exact scopes names them in its full-text queries; a wider
 one (say, an agent with thousands of sessions) checks each posting's memory instead."""
 
+MAX_QUERY_TERMS = 64
+"""A query's rarest this many terms take part in a search; the commoner others are left out.
+
+Each term is one part of the statement that picks candidates, and SQLite takes at most 500;
+a pasted document has thousands of distinct words. Rare words tell memories apart, common
+ones add almost nothing to a score; no LoCoMo question has more than 11 terms."""
+
 K1 = 1.2
 B = 0.75
 
@@ -203,11 +210,13 @@ def plan_terms(df: Mapping[str, int], total: int) -> list[TermPlan]:
     at most ``COMMON_SHARE`` of the memories adds its ``NEWEST_POSTINGS`` newest, and a more
     common term adds none. Rare terms tell memories apart, so they get the budget; if no term
     adds candidates, the rarest adds its newest, so a query of common words still finds some.
-    Terms no memory holds are left out.
+    Terms no memory holds are left out, and so are all but the ``MAX_QUERY_TERMS`` rarest
+    (fewest memories, then the term's text): they neither add candidates nor score.
     """
     plans: list[TermPlan] = []
     running = 0
-    for count, term in sorted((count, term) for term, count in df.items() if count > 0):
+    held = sorted((count, term) for term, count in df.items() if count > 0)
+    for count, term in held[:MAX_QUERY_TERMS]:
         postings: int | None
         if count < PROBE_POSTINGS or running + count <= POSTINGS_BUDGET:
             postings = None
@@ -222,14 +231,23 @@ def plan_terms(df: Mapping[str, int], total: int) -> list[TermPlan]:
     return plans
 
 
-def candidate_query(plans: Sequence[TermPlan], where: str | None, limit: int) -> str:
+def candidate_query(
+    plans: Sequence[TermPlan],
+    where: str | None,
+    limit: int,
+    floors: Mapping[str, int] | None = None,
+) -> str:
     """Return SQL picking up to ``limit`` memory row ids by their summed term weights.
 
     Each term with postings to add becomes one member of a ``UNION ALL``; the sum of weights per
     row decides, the newer row first on a tie. Parameters, per member: the weight, the match
     expression, then (when ``where`` is given) the condition's parameters; then ``limit``.
-    With ``where`` (over alias ``m``), each member keeps only memories meeting it before its
-    newest-postings limit, so a small scope in a large store still gets its own candidates.
+    With ``where`` (over alias ``m``, and ``f`` for the posting), each member keeps only
+    memories meeting it before its newest-postings limit, so a small scope in a large store
+    still gets its own candidates. With ``floors`` too, a member with a newest-postings limit
+    reads only its term's postings from the row id its floor gives: checking postings one by
+    one until enough meet a selective ``where`` costs time in proportion to all the term's
+    postings.
     """
     members = []
     for plan in plans:
@@ -238,12 +256,14 @@ def candidate_query(plans: Sequence[TermPlan], where: str | None, limit: int) ->
         if where is None:
             member = "SELECT rowid AS id, ? AS w FROM memories_fts WHERE memories_fts MATCH ?"
         else:
+            floor = (floors or {}).get(plan.term) if plan.postings is not None else None
+            since = "" if floor is None else f"f.rowid >= {int(floor)} AND "
             # CROSS JOIN keeps the postings as the outer loop: left to itself, SQLite may walk
             # the scope's index and run one full-text query per memory, many times slower.
             member = (
                 "SELECT f.rowid AS id, ? AS w FROM memories_fts AS f "
                 "CROSS JOIN memories AS m ON m.seq = f.rowid "
-                f"WHERE f.memories_fts MATCH ? AND {where}"
+                f"WHERE f.memories_fts MATCH ? AND {since}{where}"
             )
         if plan.postings is not None:
             member = f"SELECT * FROM ({member} ORDER BY id DESC LIMIT {int(plan.postings)})"

@@ -2,26 +2,30 @@
 
 Which terms and postings are scored is decided by the pure planner in
 :mod:`agentrecall.stores.sqlite.query` (see ``benchmarks/results/keyword-engines.md`` for the
-measurements behind it); this module runs the plan: one cheap probe per term, one statement that
-sums the candidates' weights inside SQLite, then an exact BM25 rerank of the best candidates.
+measurements behind it); this module runs the plan: one statement that cheaply probes every
+term, the pick of candidates (:mod:`agentrecall.stores.sqlite.candidates`), then an exact BM25
+rerank of the best candidates.
 The few memories not indexed yet (``memories_unindexed``) are read directly, counted in the
 term statistics and all reranked, so a search finds a memory from the moment it is added.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from agentrecall._internal.sqlite import Database
+from agentrecall.stores.sqlite.candidates import Checks, candidates
+from agentrecall.stores.sqlite.narrowing import Narrowing
 from agentrecall.stores.sqlite.query import (
     CANDIDATES,
     PROBE_POSTINGS,
-    SCOPE_TERMS,
     Scope,
     averages,
     bm25,
-    candidate_query,
     estimate_df,
     index_tokens,
     match_expression,
@@ -31,9 +35,12 @@ from agentrecall.stores.sqlite.rows import metadata as decode_metadata
 from agentrecall.types import MemoryEntry
 
 # Counting the newest postings of a term, up to a bound, costs little whatever its frequency.
+# One statement probes every term of a query (the match expressions come as a JSON array):
+# a pasted document has thousands of distinct words.
 PROBE = (
-    "SELECT count(*), min(rowid) FROM (SELECT rowid FROM memories_fts "
-    f"WHERE memories_fts MATCH ? ORDER BY rowid DESC LIMIT {PROBE_POSTINGS})"
+    "SELECT (SELECT json_array(count(*), min(rowid)) FROM (SELECT rowid FROM memories_fts "
+    f"WHERE memories_fts MATCH t.value ORDER BY rowid DESC LIMIT {PROBE_POSTINGS})) "
+    "FROM json_each(?) AS t ORDER BY t.key"
 )
 
 # The memories waiting for the index, each with whether the search may return it.
@@ -51,19 +58,20 @@ def ranked_search(
     params: list[object],
     scope: Scope,
     filtered: bool,
+    narrowed: Sequence[Narrowing],
     tidy: bool,
 ) -> list[MemoryEntry]:
     """Pick candidates with the bounded plan of ``plan_terms``, then rank them by BM25.
 
     ``where`` (over alias ``m``, with ``params``) selects the memories the search may return.
-    A small scope or a selective filter still finds its own memories among many others: the
-    scope narrows each term's postings inside the full-text index (which indexes scope
-    numbers), and with ``filtered`` (metadata or time conditions), or a view spanning more
-    than ``SCOPE_TERMS`` scopes, ``where`` is checked for each posting before the newest-
-    postings limits. With ``tidy``, finding memories that wait for the index asks the
-    database to index them soon (they may be left over from a process that was killed).
+    A small scope still finds its own memories among many others: the scope narrows each
+    term's postings inside the full-text index (which indexes scope numbers). ``filtered``
+    says whether there are metadata or time conditions, and ``narrowed`` which parts of them
+    indexes answer; how candidates that meet the conditions are found is for
+    :mod:`~agentrecall.stores.sqlite.candidates` to decide. With ``tidy``, finding memories
+    that wait for the index asks the database to index them soon (they may be left over from
+    a process that was killed).
     """
-    wanted = max(CANDIDATES, limit)
 
     def read(db: sqlite3.Connection) -> tuple[list[Any], dict[str, float], float, int]:
         record = db.execute("SELECT block FROM memories_fts_data WHERE id = 1").fetchone()
@@ -73,37 +81,12 @@ def ranked_search(
         tokens += waiting_tokens
         if not total:
             return [], {}, 0.0, 0
-        # Two subqueries: min and max together in one SELECT would scan the table.
-        first, last = db.execute(
-            "SELECT (SELECT min(seq) FROM memories), (SELECT max(seq) FROM memories)"
-        ).fetchone()
-        scopes: list[int] | None = None
-        inside = filtered
-        numbers = scope.numbers()
-        if numbers is not None:
-            scopes = [row[0] for row in db.execute(*numbers)]
-            if not scopes:
-                return [], {}, 0.0, len(waiting)
-            if len(scopes) > SCOPE_TERMS:
-                scopes, inside = None, True
-        df = {
-            term: _indexed_df(db, term, first or 0, last or 0) + sum(term in held for held in words)
-            for term in terms
-        }
+        df, floors = _frequencies(db, terms, words)
         plans = plan_terms(df, total)
-        values: list[object] = []
-        for plan in plans:
-            if plan.postings != 0:
-                values += [plan.weight, match_expression([plan.term], scopes)]
-                values += params if inside else []
         rows = [row[:4] for row in waiting if row[4]]
-        if values:
-            candidates = candidate_query(plans, where if inside else None, wanted)
-            rows += db.execute(
-                "SELECT m.seq, m.id, m.content, m.metadata "
-                f"FROM ({candidates}) AS c JOIN memories AS m ON m.seq = c.id WHERE {where}",
-                [*values, wanted, *params],
-            ).fetchall()
+        if any(plan.postings != 0 for plan in plans):
+            checks = Checks(where, params, filtered, narrowed, max(CANDIDATES, limit), limit)
+            rows += candidates(db, plans, floors, scope, checks, total)
         weights = {plan.term: plan.weight for plan in plans}
         return rows, weights, tokens / total, len(waiting)
 
@@ -124,17 +107,35 @@ def ranked_search(
 
 def _unindexed(
     db: sqlite3.Connection, where: str, params: list[object]
-) -> tuple[list[Any], list[frozenset[str]], int]:
-    """Return the memories waiting for the index, each one's words, and their token count.
+) -> tuple[list[Any], Counter[str], int]:
+    """Return the memories waiting for the index, how many hold each word, and their tokens.
 
     Each row is ``(seq, id, content, metadata, whether where holds)``.
     """
     rows = db.execute(UNINDEXED.format(where=where), params).fetchall()
     tokenized = [index_tokens(row[2]) for row in rows]
-    return rows, [frozenset(each) for each in tokenized], sum(map(len, tokenized))
+    words = Counter(word for tokens in tokenized for word in set(tokens))
+    return rows, words, sum(map(len, tokenized))
 
 
-def _indexed_df(db: sqlite3.Connection, term: str, first: int, last: int) -> int:
-    """Return how many indexed memories hold ``term`` (estimated for a common term)."""
-    newest, lowest = db.execute(PROBE, [match_expression([term])]).fetchone()
-    return estimate_df(newest, lowest, first, last)
+def _frequencies(
+    db: sqlite3.Connection, terms: list[str], waiting: Counter[str]
+) -> tuple[dict[str, int], dict[str, int]]:
+    """Return how many memories hold each term, and the floors of the terms with many.
+
+    A term's count is its indexed memories (estimated when common) and the ``waiting`` ones
+    holding it; its floor, when it has at least ``PROBE_POSTINGS`` postings, is the lowest
+    row id among its newest ``PROBE_POSTINGS``.
+    """
+    # Two subqueries: min and max together in one SELECT would scan the table.
+    first, last = db.execute(
+        "SELECT (SELECT min(seq) FROM memories), (SELECT max(seq) FROM memories)"
+    ).fetchone()
+    expressions = json.dumps([match_expression([term]) for term in terms])
+    probes = [json.loads(row[0]) for row in db.execute(PROBE, [expressions])]
+    df, floors = {}, {}
+    for term, (newest, lowest) in zip(terms, probes, strict=True):
+        df[term] = estimate_df(newest, lowest, first or 0, last or 0) + waiting[term]
+        if newest >= PROBE_POSTINGS:
+            floors[term] = lowest
+    return df, floors

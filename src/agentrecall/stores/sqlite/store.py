@@ -29,6 +29,7 @@ from agentrecall._internal.worker import Worker
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.stores.base import DEFAULT_PAGE, Capability
 from agentrecall.stores.sqlite import imports, reads, writes
+from agentrecall.stores.sqlite.narrowing import narrowings
 from agentrecall.stores.sqlite.query import (
     Scope,
     content_hash,
@@ -78,7 +79,14 @@ class SQLiteStore:
       ranked by exact BM25, so questions stay fast at millions of memories; on a small store
       the ranking is exact BM25. Ties go to the newer memory. ``_relevanceScore`` is the BM25
       score, higher is better. Term statistics (document frequencies, average length) are the
-      whole database's, in a scope view too.
+      whole database's, in a scope view too. A query of any length works: its 64 rarest terms
+      (fewest memories holding them) are searched and scored, the others left out, so a
+      pasted document is searched by its most telling words.
+    * Filters and time bounds: an index of metadata values (equality and ``$in`` on keys and
+      strings of up to 256 characters) and one of creation times narrow a search to the
+      memories that may match before it ranks them, so a selective filter costs about what
+      an unfiltered search does (``benchmarks/results/sqlite-filters.md``). On a small store
+      the hits are the exact BM25 ranking of the memories that meet every condition.
     * A memory is found by a search from the moment its add returns. Writes of up to 16
       memories commit only the memories and list them as waiting for the full-text index (so
       a durable add does not also write and fsync index pages); a background thread indexes
@@ -345,6 +353,8 @@ class SQLiteStore:
         if not terms:
             return []
         filtered = filter is not None or created_after is not None or created_before is not None
+        after = timestamp(created_after, "created_after")
+        narrowed = narrowings(filter, after, timestamp(created_before, "created_before"))
         return await self._offload(
             ranked_search,
             self._db,
@@ -354,6 +364,7 @@ class SQLiteStore:
             params,
             self._scope,
             filtered,
+            narrowed,
             self.writable,
         )
 

@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from agentrecall.stores.sqlite.query import STORED_TIME, Scope
+from agentrecall.stores.sqlite.tags import tag
 
 ROOT_SCOPE = 0
 """The scope number of memories written outside any scope (created by migration 5)."""
@@ -110,12 +111,14 @@ def _index_after(db: sqlite3.Connection, last: int) -> int:
     """Feed the memories above row ``last`` to the full-text index; return how many.
 
     Row ids only grow inside a write transaction, so those are the rows it just inserted.
+    Their metadata values go to the index of metadata values with them (:func:`tag`).
     """
     indexed: int = db.execute(
         "INSERT INTO memories_fts (rowid, content, scope) "
         "SELECT seq, content, scope FROM memories WHERE seq > ?",
         (last,),
     ).rowcount
+    tag(db, "seq > ?", (last,))
     return indexed
 
 
@@ -130,6 +133,8 @@ index's pages as well: a median single add took 1.0 ms instead of 0.6 ms at 100,
 def index_unindexed(db: sqlite3.Connection) -> int:
     """Index the memories listed in ``memories_unindexed`` and empty the list; return how many.
 
+    Their metadata values go to the index of metadata values with them (:func:`tag`).
+
     Safe to run at any time, in any process, and to lose in a crash: the rows stay listed
     until the transaction that indexes them commits.
     """
@@ -139,6 +144,7 @@ def index_unindexed(db: sqlite3.Connection) -> int:
         "JOIN memories AS m ON m.seq = u.seq"
     ).rowcount
     if indexed:
+        tag(db, "seq IN (SELECT seq FROM memories_unindexed)", ())
         db.execute("DELETE FROM memories_unindexed")
     return indexed
 
