@@ -80,7 +80,8 @@ def expand(ranked: Sequence[K], neighbours: Mapping[K, Sequence[K]], limit: int)
     """Return up to ``limit`` keys: the best half of ``ranked``, their neighbours, then the rest.
 
     Args:
-        ranked: keys best first (by smoothed score).
+        ranked: the keys found, best first (by smoothed score); neighbours need not be
+            among them.
         neighbours: as :func:`adjacent` returns them.
         limit: how many keys to return.
 

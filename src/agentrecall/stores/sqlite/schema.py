@@ -10,6 +10,9 @@ its row in ``memory_scopes`` (0 for memories written outside any scope). From mi
 a memory is either in the full-text index or listed in ``memories_unindexed``, never both.
 From migration 7 on, a memory's ``content_hash`` is its integer content key, or its 128-bit
 digest when another content of its scope holds that key (:mod:`agentrecall.stores.sqlite.dedup`).
+From migration 8 on, a memory may have a vector in ``memory_vectors`` (see
+:mod:`agentrecall.stores.sqlite.vector_sql`), which goes with it when it is deleted or its content
+changes.
 """
 
 from __future__ import annotations
@@ -231,5 +234,26 @@ MIGRATIONS = [
         );
     CREATE UNIQUE INDEX memories_dedup ON memories (scope, content_hash);
     CREATE INDEX memories_collided ON memories (scope) WHERE typeof(content_hash) = 'blob';
+    """,
+    # Vectors for search by meaning, one per memory, in a table of their own: int8 values, one
+    # byte per dimension (``vector_sql``). ``memory_settings`` records the model that made them
+    # and a generation that changes whenever they are all replaced. Deleting a memory or
+    # changing its content removes its vector; either, and any vector written below the
+    # newest, is logged in ``memory_vector_log`` so that the vectors other processes hold in
+    # memory follow without reading them all again.
+    """
+    CREATE TABLE memory_settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE memory_vectors (seq INTEGER PRIMARY KEY, vector BLOB NOT NULL);
+    CREATE TABLE memory_vector_log (n INTEGER PRIMARY KEY AUTOINCREMENT, seq INTEGER NOT NULL);
+    CREATE TRIGGER memories_vector_removed AFTER DELETE ON memories
+        WHEN EXISTS (SELECT 1 FROM memory_vectors WHERE seq = old.seq) BEGIN
+        DELETE FROM memory_vectors WHERE seq = old.seq;
+        INSERT INTO memory_vector_log (seq) VALUES (old.seq);
+    END;
+    CREATE TRIGGER memories_vector_rewritten AFTER UPDATE OF content ON memories
+        WHEN old.content IS NOT new.content BEGIN
+        DELETE FROM memory_vectors WHERE seq = old.seq;
+        INSERT INTO memory_vector_log (seq) VALUES (old.seq);
+    END;
     """,
 ]
