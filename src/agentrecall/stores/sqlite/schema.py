@@ -240,11 +240,13 @@ MIGRATIONS = [
     # and a generation that changes whenever they are all replaced. Deleting a memory or
     # changing its content removes its vector; either, and any vector written below the
     # newest, is logged in ``memory_vector_log`` so that the vectors other processes hold in
-    # memory follow without reading them all again.
+    # memory follow without reading them all again. Its numbers only grow since the newest
+    # entries are always kept; AUTOINCREMENT would make every delete statement write SQLite's
+    # sequence table, whether or not it deleted anything.
     """
     CREATE TABLE memory_settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     CREATE TABLE memory_vectors (seq INTEGER PRIMARY KEY, vector BLOB NOT NULL);
-    CREATE TABLE memory_vector_log (n INTEGER PRIMARY KEY AUTOINCREMENT, seq INTEGER NOT NULL);
+    CREATE TABLE memory_vector_log (n INTEGER PRIMARY KEY, seq INTEGER NOT NULL);
     CREATE TRIGGER memories_vector_removed AFTER DELETE ON memories
         WHEN EXISTS (SELECT 1 FROM memory_vectors WHERE seq = old.seq) BEGIN
         DELETE FROM memory_vectors WHERE seq = old.seq;

@@ -10,7 +10,8 @@ Needs no ``numpy``: vectors arrive here as bytes, quantized by
 * ``memory_vector_log (n, seq)``: memories whose vector was removed or written other than as the
   newest (deletes and content changes, by trigger; backfills and updates, here). A reader that
   saw the log up to ``n`` drops and re-reads just those. The log keeps the last
-  :data:`LOG_KEEP` entries; a reader further behind reloads everything.
+  :data:`LOG_KEEP` entries (never fewer than one once written, so ``n`` only grows); a reader
+  further behind reloads everything.
 """
 
 from __future__ import annotations

@@ -180,7 +180,8 @@ def remove(
             removed += connection.execute(
                 f"DELETE FROM memories AS m WHERE {condition}", values
             ).rowcount
-        vector_sql.forget_old(connection)  # the delete trigger logged the vectors it removed
+        if removed:
+            vector_sql.forget_old(connection)  # the delete trigger logged the vectors it removed
         return removed
 
     return db.run(write, write=True, durable=durable)
