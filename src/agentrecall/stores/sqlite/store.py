@@ -30,7 +30,6 @@ from agentrecall.embeddings.base import Embedder
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.stores.base import DEFAULT_PAGE, Capability
 from agentrecall.stores.sqlite import imports, reads, reindex, semantic, writes
-from agentrecall.stores.sqlite.embedding import Embedding, check_embedder, require_numpy
 from agentrecall.stores.sqlite.query import (
     Scope,
     content_hash,
@@ -41,6 +40,7 @@ from agentrecall.stores.sqlite.query import (
 )
 from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
 from agentrecall.stores.sqlite.search import ranked_search
+from agentrecall.stores.sqlite.settings import SearchSettings
 from agentrecall.stores.sqlite.tables import CHUNK, index_unindexed
 from agentrecall.stores.sqlite.vector_sql import PreparedVectors
 from agentrecall.types import AddResult, JsonObject, MemoryEntry, MemoryRecord, MemoryVersion
@@ -191,20 +191,12 @@ class SQLiteStore:
         )
         self._scope = Scope()
         self._worker = Worker(f"agentrecall {self._path}")
-        self._vectors: semantic.Vectors | None = None
-        if embedder is not None:
-            self._vectors = semantic.Vectors(Embedding(check_embedder(embedder), self._path))
+        self._search = SearchSettings.configure(
+            embedder, search_mode, neighbours, session_key, self._path
+        )
+        self._vectors = self._search.vectors
+        if self._vectors is not None:
             self.capabilities = type(self).capabilities | {Capability.SEMANTIC}
-        default = "keyword" if embedder is None else "hybrid"
-        self._search_mode = semantic.check_mode(search_mode or default, "search_mode")
-        if self._search_mode != "keyword":
-            self._require_vectors(f"search_mode={self._search_mode!r}")
-        self._neighbours = semantic.check_flag(neighbours, "neighbours")
-        if not isinstance(session_key, str) or not session_key:
-            raise InvalidArgumentError(
-                f"session_key must be a non-empty string, got {session_key!r}"
-            )
-        self._session_key = session_key
 
     @property
     def path(self) -> str:
@@ -408,7 +400,7 @@ class SQLiteStore:
         check_limit(requested, "max_search_results")
         if not isinstance(query, str):
             raise InvalidArgumentError(f"query must be a string, got {type(query).__name__}")
-        mode, neighbours = self._search_settings(options)
+        mode, neighbours = self._search.for_call(options, f"store '{self.name}'")
         limit = requested or self.max_search_results or DEFAULT_MAX_SEARCH_RESULTS
         where, params = reads.conditions(self._scope, filter, created_after, created_before)
         terms = query_terms(query)
@@ -443,7 +435,7 @@ class SQLiteStore:
             self.writable,
             mode,
             neighbours,
-            self._session_key,
+            self._search.session_key,
         )
         return await self._offload(semantic.search, self._db, self._vectors, request)
 
@@ -467,7 +459,7 @@ class SQLiteStore:
                 not an integer of at least 1.
         """
         self._check_writable()
-        vectors = self._require_vectors("reindex")
+        vectors = self._search.require_vectors("reindex", f"store '{self.name}'")
         if batch is None:  # check_limit lets None through, meaning "no limit"
             raise InvalidArgumentError("batch must be an integer of at least 1, got None")
         check_limit(batch, "batch")
@@ -622,28 +614,6 @@ class SQLiteStore:
             raise InvalidArgumentError(
                 f"store '{self.name}' is read-only; create it with writable=True to change it"
             )
-
-    def _require_vectors(self, what: str) -> semantic.Vectors:
-        if self._vectors is None:
-            require_numpy(what)
-            raise InvalidArgumentError(
-                f"{what} needs an embedder, and store '{self.name}' has none; create it with "
-                "SQLiteStore(..., embedder=...)"
-            )
-        return self._vectors
-
-    def _search_settings(self, options: Mapping[str, Any] | None) -> tuple[str, bool]:
-        """Return the mode and neighbours setting of a search: the options', else the store's."""
-        mode, neighbours = self._search_mode, self._neighbours
-        if options is not None and options.get("mode") is not None:
-            mode = semantic.check_mode(options["mode"], "the search option 'mode'")
-        if options is not None and options.get("neighbours") is not None:
-            neighbours = semantic.check_flag(
-                options["neighbours"], "the search option 'neighbours'"
-            )
-        if mode != "keyword":
-            self._require_vectors(f"{mode} search")
-        return mode, neighbours
 
     async def _prepare(self, texts: Texts) -> PreparedVectors | None:
         """Return the vectors of ``texts`` for a write, made in the worker (none: no embedder)."""
