@@ -455,3 +455,17 @@ async def test_concurrent_searches_and_writes_share_one_index(store: SQLiteStore
     )
     assert all(len(hits) == 11 for hits in results[:5])
     assert contents(results[5]) == ["Ana's chair"]
+
+
+async def test_sessions_of_another_json_type_or_key_are_not_neighbours(path: Path) -> None:
+    store = SQLiteStore(path, embedder=embedder(), session_key="conversation.id")
+    await store.add_many(
+        [
+            ("Bo: I adopted a puppy.", {"conversation.id": 1}),
+            ("Bo: Her name is Pepper.", {"conversation.id": "1"}),
+            ("Bo: She likes the park.", {"conversation.id": 1, "session": 2}),
+            ("Bo: She is three months old.", {"session": 1}),
+        ]
+    )
+    hits = await store.search("adopted", {"mode": "keyword", "neighbours": True})
+    assert contents(hits) == ["Bo: I adopted a puppy.", "Bo: She likes the park."]

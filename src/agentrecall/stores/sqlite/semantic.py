@@ -157,10 +157,9 @@ def _best_meeting(
     """Return the best ``wanted`` rows that meet the conditions, reading down the ranking."""
     import numpy
 
-    # A vector at a right angle to the query (or beyond) shares nothing with it.
-    related = similarity > 0
-    similarity, seqs = similarity[related], seqs[related]
-    count = len(seqs)
+    # A vector at a right angle to the query (or beyond) shares nothing with it: the best
+    # ``count`` rows are the related ones (dropped rows score -inf).
+    count = int(numpy.count_nonzero(similarity > 0))
     taken = wanted
     while True:
         order = _top(similarity, seqs, min(taken, count))
@@ -180,7 +179,8 @@ def _best_meeting(
                 )
             ]
             keep = numpy.isin(seqs, numpy.asarray(meeting, dtype=numpy.int64))
-            similarity, seqs, count = similarity[keep], seqs[keep], int(keep.sum())
+            similarity, seqs = similarity[keep], seqs[keep]
+            count = int(numpy.count_nonzero(similarity > 0))
         taken *= 4
 
 

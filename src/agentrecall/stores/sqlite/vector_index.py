@@ -100,6 +100,7 @@ class VectorIndex:
         self._generation: int | None = None  # None: nothing loaded yet
         self._logged = 0  # the last change-log entry applied
         self._last_seq = 0  # the highest seq read as a new row
+        self._all_seqs: Matrix | None = None  # every row's seq, in order, until rows change
 
     def __len__(self) -> int:
         """How many memories have a vector here."""
@@ -135,35 +136,42 @@ class VectorIndex:
         self._last_seq = int(last_seq or 0)
 
     def scores(self, query: Matrix, scopes: Sequence[int] | None) -> tuple[Matrix, Matrix]:
-        """Return the cosine similarity of ``query`` (a unit vector) to every row, and seqs.
+        """Return the cosine similarity of ``query`` (a unit vector) to the rows, and their seqs.
 
-        Only live rows are returned, and with ``scopes`` only rows of those scope numbers.
+        With ``scopes``, only rows of those scope numbers are returned. Rows dropped since the
+        last compaction may be returned, with similarity ``-inf``.
         """
         query = numpy.ascontiguousarray(query, dtype=numpy.float32)
         buffer = numpy.empty((PASS_ROWS, self.dimension), dtype=numpy.float32)
-        parts: list[Matrix] = []
-        seqs: list[Matrix] = []
-        wanted = None if scopes is None else numpy.asarray(scopes, dtype=numpy.int64)
+        seqs = self._seqs()
+        similarity = numpy.empty(len(seqs), dtype=numpy.float32)
+        offset = 0
         for block in self._blocks:
             used = block.used
-            similarity = numpy.empty(used, dtype=numpy.float32)
             for start in range(0, used, PASS_ROWS):
                 stop = min(start + PASS_ROWS, used)
                 rows = buffer[: stop - start]
                 numpy.copyto(rows, block.vectors[start:stop], casting="unsafe")
-                numpy.dot(rows, query, out=similarity[start:stop])
-            similarity *= block.inverse_norms[:used]
-            keep = block.seqs[:used] >= 0
-            if wanted is not None:
-                keep &= numpy.isin(block.scopes[:used], wanted)
-            parts.append(similarity[keep])
-            seqs.append(block.seqs[:used][keep])
-        if not parts:
-            return numpy.empty(0, dtype=numpy.float32), numpy.empty(0, dtype=numpy.int64)
-        return numpy.concatenate(parts), numpy.concatenate(seqs)
+                numpy.dot(rows, query, out=similarity[offset + start : offset + stop])
+            similarity[offset : offset + used] *= block.inverse_norms[:used]
+            offset += used
+        if self._dropped:
+            similarity[seqs < 0] = -numpy.inf
+        if scopes is None:
+            return similarity, seqs
+        held = numpy.concatenate([block.scopes[: block.used] for block in self._blocks])
+        keep = numpy.isin(held, numpy.asarray(scopes, dtype=numpy.int64))
+        return similarity[keep], seqs[keep]
+
+    def _seqs(self) -> Matrix:
+        """Return the seqs of all rows in order (-1 for dropped ones), kept until they change."""
+        if self._all_seqs is None:
+            parts = [block.seqs[: block.used] for block in self._blocks]
+            self._all_seqs = numpy.concatenate(parts) if parts else numpy.empty(0, numpy.int64)
+        return self._all_seqs
 
     def _reload(self, db: sqlite3.Connection, generation: int, logged: int) -> None:
-        self._blocks, self._live, self._dropped = [], 0, 0
+        self._blocks, self._live, self._dropped, self._all_seqs = [], 0, 0, None
         self._generation, self._logged = generation, logged
         self._read(db, "1", [])
 
@@ -199,6 +207,7 @@ class VectorIndex:
         """Forget the rows of ``seqs``; compact once a quarter of the rows are dropped."""
         if not seqs:
             return
+        self._all_seqs = None
         gone = numpy.asarray(seqs, dtype=numpy.int64)
         for block in self._blocks:
             hit = numpy.isin(block.seqs[: block.used], gone)
@@ -211,7 +220,7 @@ class VectorIndex:
             self._compact()
 
     def _compact(self) -> None:
-        old, self._blocks = self._blocks, []
+        old, self._blocks, self._all_seqs = self._blocks, [], None
         self._live = self._dropped = 0
         for block in old:
             keep = block.seqs[: block.used] >= 0
@@ -225,6 +234,7 @@ class VectorIndex:
                 )
 
     def _place(self, vectors: Matrix, seqs: Matrix, scopes: Matrix, inverse: Matrix) -> None:
+        self._all_seqs = None
         done = 0
         while done < len(seqs):
             if not self._blocks or self._blocks[-1].used == BLOCK_ROWS:
