@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from agentrecall import JsonFileStore, SQLiteStore
-from agentrecall.testing.conformance import StoreContract, StoreFactory
+from agentrecall.testing import HashEmbedder
+from agentrecall.testing.conformance import SYNONYMS, StoreContract, StoreFactory
 
 
 class TestJsonFileStore(StoreContract):
@@ -42,6 +43,24 @@ class TestSQLiteStore(StoreContract):
     def make_store(self, tmp_path: Path) -> StoreFactory:
         def make(name: str, **options: Any) -> SQLiteStore:
             return SQLiteStore(tmp_path / f"{name}.db", name=name, **options)
+
+        return make
+
+
+class TestSQLiteStoreWithVectors(StoreContract):
+    persistent = True
+
+    @pytest.fixture
+    def make_store(self, tmp_path: Path) -> StoreFactory:
+        def make(name: str, **options: Any) -> SQLiteStore:
+            embedder = HashEmbedder(1024, synonyms=SYNONYMS)
+            return SQLiteStore(
+                tmp_path / f"{name}.db",
+                name=name,
+                embedder=embedder,
+                search_mode="keyword",
+                **options,
+            )
 
         return make
 

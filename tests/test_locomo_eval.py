@@ -11,8 +11,19 @@ from typing import Any
 import pytest
 from conftest import LOCOMO_DEV
 
+from agentrecall import SQLiteStore
 from agentrecall.cli.main import main
-from agentrecall.evaluation.locomo import load, parse_date, repair_evidence, score, summarize
+from agentrecall.evaluation.locomo import (
+    METRICS,
+    TIME,
+    evaluate,
+    load,
+    parse_date,
+    repair_evidence,
+    score,
+    summarize,
+)
+from agentrecall.testing import HashEmbedder
 
 DEV_FILE = LOCOMO_DEV
 
@@ -131,3 +142,43 @@ def test_sqlite_store_recall_on_the_locomo_dev_file(capsys: pytest.CaptureFixtur
     overall = json.loads(capsys.readouterr().out)[0]
     assert overall["group"] == "overall" and overall["questions"] == 495
     assert overall["R@10"] >= 0.58
+
+
+HASH = "agentrecall.testing:HashEmbedder"
+
+
+@pytest.mark.parametrize("mode", ["keyword", "semantic", "hybrid"])
+@pytest.mark.parametrize("neighbours", [False, True])
+def test_eval_command_in_each_search_mode(
+    locomo_file: Path, mode: str, neighbours: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["eval", "locomo", str(locomo_file), "--mode", mode, "--embedder", HASH, "--json"]
+    assert main([*argv, *(["--neighbours"] if neighbours else [])]) == 0
+    rows = {row["group"]: row for row in json.loads(capsys.readouterr().out)}
+    assert rows["overall"]["questions"] == 6
+    assert rows["overall"]["ms/query"] > 0
+    assert rows["4 single-hop"]["hit@10"] == 1.0  # four turns: every one is in the top 10
+    assert main(argv[:-1]) == 0
+    table = capsys.readouterr().out
+    assert table.startswith("| group | n | R@5 |") and "| nDCG@10 | ms/query |" in table
+
+
+async def test_evaluate_takes_any_store_factory(locomo_file: Path) -> None:
+    conversations = load(locomo_file)
+    rows = await evaluate(
+        conversations,
+        lambda directory: SQLiteStore(
+            directory / "m.db", embedder=HashEmbedder(), search_mode="semantic"
+        ),
+    )
+    overall = rows[0]
+    assert overall.group == "overall" and overall.questions == 6
+    assert set(overall.means) == {*METRICS, TIME}
+
+
+def test_eval_options_that_need_an_sqlite_store(
+    locomo_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["eval", "locomo", str(locomo_file), "--store", "json", "--mode", "hybrid"]) == 1
+    assert "--mode and --neighbours need --store sqlite" in capsys.readouterr().err
+    assert main(["eval", "locomo", str(locomo_file), "--mode", "fuzzy"]) == 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Coroutine, Iterable, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, TypeVar
@@ -127,6 +127,13 @@ class SyncStore:
             except StopAsyncIteration:
                 return
             yield page
+
+    def reindex(
+        self, *, progress: Callable[[int, int], None] | None = None, batch: int = 1_000
+    ) -> int:
+        """Compute the vectors the store lacks; needs ``Capability.SEMANTIC`` (an embedder)."""
+        result: int = self._call("reindex", Capability.SEMANTIC, progress=progress, batch=batch)
+        return result
 
     def get(self, memory_id: str) -> MemoryRecord | None:
         """Return one memory by id, or ``None``."""

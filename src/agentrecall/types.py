@@ -7,7 +7,7 @@ memory contract, so a store of ours can be handed to a Strands ``MemoryManager``
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict
 
 __all__ = [
     "AddResult",
@@ -23,9 +23,15 @@ JsonObject = dict[str, Any]
 
 
 class SearchOptions(TypedDict, total=False):
-    """Per-call search options, the mapping a Strands ``MemoryManager`` passes to ``search``."""
+    """Per-call search options, the mapping a Strands ``MemoryManager`` passes to ``search``.
+
+    ``mode`` and ``neighbours`` are for stores declaring ``Capability.SEMANTIC``; left out (or
+    ``None``), the store's own defaults apply.
+    """
 
     max_search_results: int | None
+    mode: Literal["keyword", "semantic", "hybrid"] | None
+    neighbours: bool | None
 
 
 @dataclass(frozen=True, slots=True)

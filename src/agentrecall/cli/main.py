@@ -1,4 +1,4 @@
-"""``agentrecall add|search|list|delete|eval|migrate``: each command is a few lines.
+"""``agentrecall add|search|list|delete|reindex|eval|migrate``: each command is a few lines.
 
 Without ``--path`` (a JSON file) or ``--db`` (an SQLite file), the store is
 ``SQLiteStore(name=NAME)`` (``--store NAME``, default ``memory``), the file
@@ -19,9 +19,11 @@ from typing import Any
 
 from agentrecall import __version__
 from agentrecall.cli import opening, report
+from agentrecall.cli.embedding import LOCAL, embedder_named
 from agentrecall.cli.migrating import migrate_to
+from agentrecall.errors import InvalidArgumentError
 from agentrecall.evaluation import locomo
-from agentrecall.migrate import store_kind
+from agentrecall.migrate import ProgressBar, store_kind
 from agentrecall.stores.base import MemoryStore
 from agentrecall.stores.jsonfile import JsonFileStore
 from agentrecall.stores.sqlite import SQLiteStore
@@ -35,10 +37,8 @@ MAX_COUNT = 2**63 - 1
 
 Command = Callable[[SyncStore, argparse.Namespace], int]
 
-EVAL_STORES: dict[str, Callable[[Path], MemoryStore]] = {
-    "json": lambda directory: JsonFileStore(name="locomo", path=directory / "memory.json"),
-    "sqlite": lambda directory: SQLiteStore(directory / "memory.db"),
-}
+EVAL_STORES = ("json", "sqlite")
+SEARCH_MODES = ("keyword", "semantic", "hybrid")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -79,7 +79,8 @@ def _wants_json(arguments: list[str]) -> bool:
 def _run(command: Command, args: argparse.Namespace) -> int:
     # Closing the SyncStore closes an SQLite store's connection, which folds the WAL back into
     # the database file before the command returns, also when run in-process.
-    with SyncStore(opening.open_store(args, default=DEFAULT_STORE)) as memory:
+    embedder = embedder_named(args.embedder) if hasattr(args, "embedder") else None
+    with SyncStore(opening.open_store(args, default=DEFAULT_STORE, embedder=embedder)) as memory:
         return command(memory, args)
 
 
@@ -124,9 +125,44 @@ def _delete(memory: SyncStore, args: argparse.Namespace) -> int:
     return report.OK
 
 
+def _reindex(memory: SyncStore, args: argparse.Namespace) -> int:
+    if not isinstance(memory.store, SQLiteStore):
+        if hasattr(args, "path"):
+            raise InvalidArgumentError("reindex needs an SQLite store (--store or --db)")
+        _emit(args, {"reindexed": 0}, "the store does not exist yet: nothing to reindex")
+        return report.OK
+    # The bar is for a person watching; a log or a pipe gets only the summary on stdout.
+    bar = ProgressBar(sys.stderr) if sys.stderr.isatty() else None
+    try:
+        count = memory.reindex(progress=bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    model = args.embedder if args.embedder != LOCAL else "the local model"
+    text = f"computed {count} {'vector' if count == 1 else 'vectors'} with {model}"
+    _emit(args, {"reindexed": count, "path": memory.store.path}, text)
+    return report.OK
+
+
+def _eval_store(args: argparse.Namespace) -> Callable[[Path], MemoryStore]:
+    """Return what makes each conversation's store, as the eval options say."""
+    if args.engine == "json":
+        if args.mode != "keyword" or args.neighbours:
+            raise InvalidArgumentError("--mode and --neighbours need --store sqlite")
+        return lambda directory: JsonFileStore(name="locomo", path=directory / "memory.json")
+    # One embedder for every conversation: the model loads once.
+    embedder = None if args.mode == "keyword" else embedder_named(args.embedder)
+    return lambda directory: SQLiteStore(
+        directory / "memory.db",
+        embedder=embedder,
+        search_mode=args.mode,
+        neighbours=args.neighbours,
+    )
+
+
 def _eval_locomo(args: argparse.Namespace) -> int:
     conversations = locomo.load(args.file)
-    rows = asyncio.run(locomo.evaluate(conversations, EVAL_STORES[args.engine]))
+    rows = asyncio.run(locomo.evaluate(conversations, _eval_store(args)))
     data = [{"group": r.group, "questions": r.questions, **r.means} for r in rows]
     _emit(args, data, locomo.table(rows))
     return report.OK
@@ -263,6 +299,25 @@ def _store_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     delete.add_argument("id")
     delete.set_defaults(command=_delete)
 
+    reindex = commands.add_parser(
+        "reindex",
+        parents=[common],
+        help="compute the vectors for search by meaning: for memories without one, or all of "
+        "them for a new model",
+    )
+    _embedder_option(reindex)
+    reindex.set_defaults(command=_reindex)
+
+
+def _embedder_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--embedder",
+        default=LOCAL,
+        metavar="NAME",
+        help=f"'{LOCAL}' (the default: agentrecall's own model, from the embeddings extra) or "
+        "MODULE:CALLABLE returning an embedder",
+    )
+
 
 def _file_commands(commands: Any, output: argparse.ArgumentParser) -> None:
     """The commands that name their files as arguments: no ``--store``, ``--path`` or ``--db``."""
@@ -275,10 +330,22 @@ def _file_commands(commands: Any, output: argparse.ArgumentParser) -> None:
     recall.add_argument(
         "--store",
         dest="engine",
-        choices=sorted(EVAL_STORES),
+        choices=EVAL_STORES,
         default="sqlite",
         help="the kind of store to measure (default: sqlite)",
     )
+    recall.add_argument(
+        "--mode",
+        choices=SEARCH_MODES,
+        default="keyword",
+        help="how the SQLite store searches (default: keyword; the others embed the turns)",
+    )
+    recall.add_argument(
+        "--neighbours",
+        action="store_true",
+        help="conversation mode: a turn's neighbours in its session help its score",
+    )
+    _embedder_option(recall)
     recall.set_defaults(storeless=_eval_locomo, verb="eval locomo")
 
     migrate = commands.add_parser(

@@ -13,19 +13,23 @@ import argparse
 import os
 
 from agentrecall.cli.report import note
+from agentrecall.embeddings.base import Embedder
 from agentrecall.errors import StorageError
 from agentrecall.stores.base import MemoryStore
 from agentrecall.stores.jsonfile import JsonFileStore
 from agentrecall.stores.sqlite import SQLiteStore
 
 
-def open_store(args: argparse.Namespace, *, default: str) -> MemoryStore:
+def open_store(
+    args: argparse.Namespace, *, default: str, embedder: Embedder | None = None
+) -> MemoryStore:
     """Return the store the options name: ``--path`` JSON, ``--db`` SQLite, else SQLite by name.
 
-    ``default`` is the name without ``--store``. A command with ``args.creates`` (``add``)
-    creates a missing ``--path`` or ``--db`` file (not its directory), and a missing store of
-    a name with its directory; any other command needs the ``--path`` or ``--db`` file to
-    exist, and reads a name's missing store as empty without creating it.
+    ``default`` is the name without ``--store``; an SQLite store gets ``embedder``. A command
+    with ``args.creates`` (``add``) creates a missing ``--path`` or ``--db`` file (not its
+    directory), and a missing store of a name with its directory; any other command needs the
+    ``--path`` or ``--db`` file to exist, and reads a name's missing store as empty without
+    creating it.
 
     Raises:
         StorageError: a file that must exist is missing, a directory is missing, or a path
@@ -37,9 +41,9 @@ def open_store(args: argparse.Namespace, *, default: str) -> MemoryStore:
     if hasattr(args, "path"):
         store = JsonFileStore(name=default, path=args.path)
     elif hasattr(args, "db"):
-        store = SQLiteStore(args.db)
+        store = SQLiteStore(args.db, embedder=embedder)
     else:
-        return _open_named(getattr(args, "store", default), creates=creates)
+        return _open_named(getattr(args, "store", default), creates=creates, embedder=embedder)
     path = store.path or ""
     size = creatable(path) if creates else existing(path)
     if isinstance(store, SQLiteStore):
@@ -47,8 +51,8 @@ def open_store(args: argparse.Namespace, *, default: str) -> MemoryStore:
     return store
 
 
-def _open_named(name: str, *, creates: bool) -> MemoryStore:
-    store = SQLiteStore(name=name)
+def _open_named(name: str, *, creates: bool, embedder: Embedder | None) -> MemoryStore:
+    store = SQLiteStore(name=name, embedder=embedder)
     size = size_of(store.path)
     if size is None and not creates:
         # Reading a store that does not exist yet finds nothing and creates no file.

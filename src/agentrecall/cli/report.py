@@ -42,8 +42,9 @@ Set AGENTRECALL_DEBUG=1 to see the traceback of an unexpected error."""
 
 DEBUG_ENV = "AGENTRECALL_DEBUG"
 
-_REPORTED = (AgentRecallError, OSError, OverflowError, ValueError)
-"""Failures whose message is meant for the user as it is."""
+_REPORTED = (AgentRecallError, ImportError, OSError, OverflowError, ValueError)
+"""Failures whose message is meant for the user as it is (an ``ImportError`` names the extra to
+install)."""
 
 
 class UsageError(Exception):

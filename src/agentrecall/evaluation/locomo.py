@@ -3,7 +3,9 @@
 LoCoMo (Maharana et al., ACL 2024, arXiv 2402.17753; CC BY-NC 4.0) is a set of long
 conversations with questions whose evidence is a list of dialogue-turn ids. For each
 conversation the task adds every turn to a fresh, empty store as ``"<speaker>: <text>"``,
-searches with each question, and scores the top 10 against the evidence (binary relevance).
+searches with each question, and scores the top 10 against the evidence (binary relevance). It
+also times each search (``ms/query``: milliseconds, the query's embedding included when the
+store embeds).
 
 Loading and scoring are plain functions; only :func:`evaluate` touches a store.
 """
@@ -15,6 +17,7 @@ import json
 import math
 import re
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +28,8 @@ from agentrecall.types import JsonObject
 
 TOP = 10
 METRICS = ("R@5", "R@10", "hit@1", "hit@5", "hit@10", "MRR@10", "nDCG@10")
+TIME = "ms/query"
+"""The mean time of one search, in milliseconds, when the results carry it."""
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 
 _SESSION = re.compile(r"session_(\d+)")
@@ -184,7 +189,8 @@ def summarize(results: Sequence[tuple[int, dict[str, float]]]) -> list[Row]:
     """Return mean metrics overall, overall without category 5, and per category.
 
     Args:
-        results: per question, its category and its :func:`score`.
+        results: per question, its category and its :func:`score`, with :data:`TIME` too when
+            the search was timed (then averaged as well).
     """
     groups: list[tuple[str, list[dict[str, float]]]] = [
         ("overall", [s for _, s in results]),
@@ -193,21 +199,26 @@ def summarize(results: Sequence[tuple[int, dict[str, float]]]) -> list[Row]:
     for category in sorted({c for c, _ in results}):
         name = f"{category} {CATEGORIES.get(category, '?')}"
         groups.append((name, [s for c, s in results if c == category]))
-    return [
-        Row(name, len(scores), {m: sum(s[m] for s in scores) / len(scores) for m in METRICS})
-        for name, scores in groups
-        if scores
-    ]
+    rows = []
+    for name, scores in groups:
+        if scores:
+            keys = [*METRICS, TIME] if all(TIME in s for s in scores) else METRICS
+            rows.append(
+                Row(name, len(scores), {m: sum(s[m] for s in scores) / len(scores) for m in keys})
+            )
+    return rows
 
 
 def table(rows: Sequence[Row]) -> str:
-    """Return the rows as a Markdown table."""
+    """Return the rows as a Markdown table (with :data:`TIME` when every row has it)."""
+    timed = bool(rows) and all(TIME in row.means for row in rows)
+    columns = [*METRICS, TIME] if timed else list(METRICS)
     lines = [
-        "| group | n | " + " | ".join(METRICS) + " |",
-        "|---|---:|" + "---:|" * len(METRICS),
+        "| group | n | " + " | ".join(columns) + " |",
+        "|---|---:|" + "---:|" * len(columns),
     ]
     for row in rows:
-        values = " | ".join(f"{row.means[m]:.3f}" for m in METRICS)
+        values = " | ".join(f"{row.means[m]:.3f}" for m in columns)
         lines.append(f"| {row.group} | {row.questions} | {values} |")
     return "\n".join(lines)
 
@@ -245,7 +256,11 @@ async def _run_conversation(
             await store.add(content, metadata)
     results = []
     for question in conversation.questions:
+        began = time.perf_counter()
         hits = await store.search(question.text, {"max_search_results": TOP})
+        elapsed = time.perf_counter() - began
         ranked = [str((hit.metadata or {}).get("dia_id")) for hit in hits]
-        results.append((question.category, score(ranked, question.evidence)))
+        metrics = score(ranked, question.evidence)
+        metrics[TIME] = elapsed * 1000
+        results.append((question.category, metrics))
     return results

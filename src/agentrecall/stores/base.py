@@ -15,8 +15,9 @@ DEFAULT_PAGE = 5_000
 class Capability(str, enum.Enum):
     """An operation a store supports beyond ``search`` and ``add``.
 
-    Stores declare theirs in the ``capabilities`` class attribute; callers and the conformance
-    suite read that set instead of probing for methods.
+    Stores declare theirs in the ``capabilities`` attribute, on the class; a capability that
+    depends on how a store is configured (``SEMANTIC``) is declared by the instance. Callers and
+    the conformance suite read the instance's set instead of probing for methods.
     """
 
     GET = "get"
@@ -46,6 +47,11 @@ class Capability(str, enum.Enum):
     IMPORT = "import"
     """``import_records(records)`` stores copies of memories keeping their ids and timestamps
     (and, with ``SCOPE``, their scopes); what ``migrate`` writes with."""
+    SEMANTIC = "semantic"
+    """``search`` takes ``{"mode": "keyword" | "semantic" | "hybrid"}`` and
+    ``{"neighbours": True}`` in its options, recalls by meaning, and gives hybrid hits
+    ``_keywordScore`` and ``_semanticScore`` beside ``_relevanceScore``; ``reindex()``
+    rebuilds the vectors. Declared by a store that was given an embedder."""
 
 
 @runtime_checkable

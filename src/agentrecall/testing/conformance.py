@@ -25,6 +25,11 @@ stores declaring the matching :class:`~agentrecall.stores.base.Capability` in th
 ``capabilities`` attribute; the others are skipped with a reason naming the store and the
 missing capability. The tests of each capability
 are in their own section below and start with its name (``test_update_...``).
+
+A store declaring ``Capability.SEMANTIC`` must be made with an embedder that puts "chair" near
+"seat" (``HashEmbedder(synonyms=SYNONYMS)``, or a real model) and, since the rest of the suite
+expects keyword ranking from a plain ``search``, with keyword search as its default mode; the
+semantic tests name their modes.
 """
 
 from __future__ import annotations
@@ -33,11 +38,12 @@ from agentrecall.testing._contract_base import TIMESTAMP, StoreFactory
 from agentrecall.testing._contract_capabilities import CapabilityContract
 from agentrecall.testing._contract_core import CoreContract
 from agentrecall.testing._contract_import import ImportContract
+from agentrecall.testing._contract_semantic import SYNONYMS, SemanticContract
 
-__all__ = ["TIMESTAMP", "StoreContract", "StoreFactory"]
+__all__ = ["SYNONYMS", "TIMESTAMP", "StoreContract", "StoreFactory"]
 
 
-class StoreContract(ImportContract, CapabilityContract, CoreContract):
+class StoreContract(SemanticContract, ImportContract, CapabilityContract, CoreContract):
     """The whole contract; subclass it as ``Test<YourStore>`` and provide ``make_store``.
 
     Attributes:

@@ -19,6 +19,7 @@ from agentrecall._internal.jsonencode import compact_encoder
 from agentrecall._internal.jsonvalue import check_json_object
 from agentrecall._internal.sqlite import Database
 from agentrecall.errors import InvalidArgumentError
+from agentrecall.stores.sqlite import vector_sql
 from agentrecall.stores.sqlite.dedup import insert_new
 from agentrecall.stores.sqlite.query import STORED_TIME, Scope, content_key
 from agentrecall.stores.sqlite.tables import (
@@ -43,12 +44,17 @@ _encode = compact_encoder()
 
 
 def import_records(
-    db: Database, scope: Scope, durable: bool, records: Sequence[MemoryRecord]
+    db: Database,
+    scope: Scope,
+    durable: bool,
+    records: Sequence[MemoryRecord],
+    vectors: vector_sql.PreparedVectors | None = None,
 ) -> int:
     """Insert copies of memories with their ids, timestamps and scopes; return how many were new.
 
     Consecutive records of one scope go in together, one run after another, so the memories
-    keep their order across scopes as well as within each.
+    keep their order across scopes as well as within each. With ``vectors`` (made from the
+    records' contents), each new memory's vector is stored in the same transaction.
     """
     now = utc_timestamp()
     runs = scope_runs(scope, records, MemoryRecord, "record")
@@ -60,6 +66,7 @@ def import_records(
 
     def write(connection: sqlite3.Connection) -> int:
         purge_expired(connection, now)
+        first = last_seq(connection)
         numbers: dict[Scope, int] = {}
         # No conflict target: a taken id and a duplicate content both skip the row.
         conflict = "ON CONFLICT DO NOTHING"
@@ -72,6 +79,8 @@ def import_records(
         if len(runs) > 1:
             # Short runs list their rows for the index to take later; many of them, now.
             index_unindexed(connection)
+        if vectors is not None:
+            vector_sql.insert_new(connection, first, vectors)
         return added
 
     return write_and_index(db, durable, write, len(records))

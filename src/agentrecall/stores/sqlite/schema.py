@@ -12,6 +12,9 @@ From migration 7 on, a memory's ``content_hash`` is its integer content key, or 
 digest when another content of its scope holds that key (:mod:`agentrecall.stores.sqlite.dedup`).
 From migration 8 on, ``memory_tags`` holds the metadata values of exactly the memories in the
 full-text index.
+From migration 9 on, a memory may have a vector in ``memory_vectors`` (see
+:mod:`agentrecall.stores.sqlite.vector_sql`), which goes with it when it is deleted or its content
+changes.
 """
 
 from __future__ import annotations
@@ -276,5 +279,28 @@ MIGRATIONS = [
             SELECT key, value, seq FROM memory_tag_entries WHERE seq = new.seq;
     END;
     CREATE INDEX memories_created ON memories (created_at);
+    """,
+    # Vectors for search by meaning, one per memory, in a table of their own: int8 values, one
+    # byte per dimension (``vector_sql``). ``memory_settings`` records the model that made them
+    # and a generation that changes whenever they are all replaced. Deleting a memory or
+    # changing its content removes its vector; either, and any vector written below the
+    # newest, is logged in ``memory_vector_log`` so that the vectors other processes hold in
+    # memory follow without reading them all again. Its numbers only grow since the newest
+    # entries are always kept; AUTOINCREMENT would make every delete statement write SQLite's
+    # sequence table, whether or not it deleted anything.
+    """
+    CREATE TABLE memory_settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE memory_vectors (seq INTEGER PRIMARY KEY, vector BLOB NOT NULL);
+    CREATE TABLE memory_vector_log (n INTEGER PRIMARY KEY, seq INTEGER NOT NULL);
+    CREATE TRIGGER memories_vector_removed AFTER DELETE ON memories
+        WHEN EXISTS (SELECT 1 FROM memory_vectors WHERE seq = old.seq) BEGIN
+        DELETE FROM memory_vectors WHERE seq = old.seq;
+        INSERT INTO memory_vector_log (seq) VALUES (old.seq);
+    END;
+    CREATE TRIGGER memories_vector_rewritten AFTER UPDATE OF content ON memories
+        WHEN old.content IS NOT new.content BEGIN
+        DELETE FROM memory_vectors WHERE seq = old.seq;
+        INSERT INTO memory_vector_log (seq) VALUES (old.seq);
+    END;
     """,
 ]

@@ -8,7 +8,7 @@ import os
 import sqlite3
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from datetime import datetime, timedelta
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
 from agentrecall._internal.checks import (
     check_busy_timeout,
@@ -26,9 +26,10 @@ from agentrecall._internal.jsonvalue import check_json_object
 from agentrecall._internal.paths import default_store_path
 from agentrecall._internal.sqlite import Database
 from agentrecall._internal.worker import Worker
+from agentrecall.embeddings.base import Embedder
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.stores.base import DEFAULT_PAGE, Capability
-from agentrecall.stores.sqlite import imports, reads, writes
+from agentrecall.stores.sqlite import imports, reads, reindex, semantic, writes
 from agentrecall.stores.sqlite.narrowing import narrowings
 from agentrecall.stores.sqlite.query import (
     Scope,
@@ -40,10 +41,14 @@ from agentrecall.stores.sqlite.query import (
 )
 from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
 from agentrecall.stores.sqlite.search import ranked_search
+from agentrecall.stores.sqlite.settings import SearchSettings
 from agentrecall.stores.sqlite.tables import CHUNK, index_unindexed
+from agentrecall.stores.sqlite.vector_sql import PreparedVectors
 from agentrecall.types import AddResult, JsonObject, MemoryEntry, MemoryRecord, MemoryVersion
 
 T = TypeVar("T")
+
+Progress = Callable[[int, int], None]
 
 DEFAULT_MAX_SEARCH_RESULTS = 10
 
@@ -52,6 +57,7 @@ RecordList = list[MemoryRecord]
 AddResults = list[AddResult]
 Entries = list[MemoryEntry]
 Versions = list[MemoryVersion]
+Texts = list[str]
 
 
 class SQLiteStore:
@@ -104,7 +110,9 @@ class SQLiteStore:
       memories' too (what :func:`agentrecall.migrate.migrate` does).
     """
 
-    capabilities: ClassVar[frozenset[Capability]] = frozenset(Capability)
+    capabilities: frozenset[Capability] = frozenset(Capability) - {Capability.SEMANTIC}
+    """What every ``SQLiteStore`` supports; a store given an embedder also declares
+    ``Capability.SEMANTIC`` (its own ``capabilities``)."""
 
     def __init__(
         self,
@@ -118,6 +126,10 @@ class SQLiteStore:
         ttl: float | timedelta | None = None,
         busy_timeout: float = 30.0,
         fsync: bool = True,
+        embedder: Embedder | None = None,
+        search_mode: str | None = None,
+        neighbours: bool = False,
+        session_key: str = "session",
     ) -> None:
         """Configure the store; nothing is read or created until the first call.
 
@@ -138,9 +150,21 @@ class SQLiteStore:
                 a power loss. ``False``: it is handed to the operating system before it
                 returns, and survives a crash of the process but maybe not of the machine;
                 a single add then takes about half the time (SQLite's ``synchronous=NORMAL``).
+            embedder: an :class:`~agentrecall.embeddings.Embedder`, to recall by meaning too:
+                every memory written through this store gets its vector, and searches may be
+                ``"semantic"`` or ``"hybrid"``. Needs ``numpy`` (the ``embeddings`` extra).
+            search_mode: the mode of a search whose options name none: ``"keyword"`` (BM25),
+                ``"semantic"`` (cosine similarity of vectors) or ``"hybrid"`` (both, fused).
+                Default: ``"hybrid"`` with an embedder, ``"keyword"`` without.
+            neighbours: conversation mode by default, for stores whose memories are the
+                consecutive turns of dialogues: a memory's neighbours in its session help its
+                score, and the best hits' neighbours fill the rest of the results.
+            session_key: the metadata key naming a memory's session in conversation mode.
 
         Raises:
             InvalidArgumentError: an argument has an unusable value (also a ``ValueError``).
+            ImportError: an embedder or a mode other than ``"keyword"`` was given and ``numpy``
+                is not installed (``pip install 'agentrecall[embeddings]'``).
         """
         if not isinstance(name, str) or not name.strip():
             raise InvalidArgumentError(f"name must be a non-blank string, got {name!r}")
@@ -175,6 +199,12 @@ class SQLiteStore:
         )
         self._scope = Scope()
         self._worker = Worker(f"agentrecall {self._path}")
+        self._search = SearchSettings.configure(
+            embedder, search_mode, neighbours, session_key, self._path
+        )
+        self._vectors = self._search.vectors
+        if self._vectors is not None:
+            self.capabilities = type(self).capabilities | {Capability.SEMANTIC}
 
     @property
     def path(self) -> str:
@@ -246,7 +276,8 @@ class SQLiteStore:
         expiry = self._expiry(ttl, expires_at)
         self._check_writable()
         checked = check_items([(content, metadata)])
-        return (await self._write(writes.add, checked, expiry, True))[0]
+        vectors = await self._prepare([content])
+        return (await self._write(writes.add, checked, expiry, True, vectors))[0]
 
     async def add_many(
         self,
@@ -266,6 +297,11 @@ class SQLiteStore:
         batch = check_pairs(items)
         if not batch:
             return []
+        if self._vectors is not None:
+            # Checked before the model runs, in the worker, then embedded outside the write.
+            await self._offload(check_items, batch)
+            vectors = await self._prepare([content for content, _ in batch])
+            return await self._write(writes.add, batch, expiry, True, vectors)
         # A batch larger than a chunk is checked in the worker, chunk by chunk, while SQLite
         # indexes the chunk before; a bad item still stores nothing (one transaction).
         checked = len(batch) <= CHUNK
@@ -296,9 +332,16 @@ class SQLiteStore:
         """
         self._check_writable()
         batch = list(records)
+        if not batch:
+            return 0
+        # Texts that cannot be memories are left to the import's checks, which refuse them.
+        texts = [
+            r.content for r in batch if isinstance(r, MemoryRecord) and isinstance(r.content, str)
+        ]
+        vectors = await self._prepare(texts)
         # As in add_many, records are checked and turned into rows in the worker, a chunk at a
         # time while SQLite indexes the chunk before; a bad record still stores nothing.
-        return await self._write(imports.import_records, batch) if batch else 0
+        return await self._write(imports.import_records, batch, vectors)
 
     async def import_versions(self, versions: Iterable[MemoryVersion]) -> int:
         """Add copies of replaced versions to the history, as they are; return how many were new.
@@ -332,33 +375,69 @@ class SQLiteStore:
         created_after: datetime | str | None = None,
         created_before: datetime | str | None = None,
     ) -> Entries:
-        """Return the memories that best match ``query`` by BM25, best first.
+        """Return the memories that best match ``query``, best first.
 
         Args:
-            query: any text; one without searchable words finds nothing.
-            options: ``{"max_search_results": n}`` caps the hits for this call.
+            query: any text. In keyword mode one without searchable words finds nothing; a
+                blank one finds nothing in any mode.
+            options: ``{"max_search_results": n}`` caps the hits for this call;
+                ``{"mode": "keyword" | "semantic" | "hybrid"}`` and ``{"neighbours": bool}``
+                override the store's defaults (``None`` keeps them).
             filter: metadata conditions (see :mod:`agentrecall.retrieval.filters`).
             created_after: only memories created at or after this time: an aware datetime,
                 an ISO 8601 date (``2025-01-31``, midnight UTC) or an ISO 8601 time with an
                 offset (``2025-01-31T09:30:00Z``); naive times are refused.
             created_before: only memories created before this time, in the same forms.
+
+        Scope, expiry, filter and time bounds apply in every mode. ``_relevanceScore`` is the
+        BM25 score (keyword), the cosine similarity (semantic), or the fused score from 0 to
+        1 (hybrid: each ranking's best ``max(100, 4 * n)`` min-max normalised and weighted
+        0.5 / 0.5, see :mod:`agentrecall.retrieval.fusion`), whose parts are in
+        ``_keywordScore`` (BM25) and ``_semanticScore`` (cosine), ``None`` where a ranking
+        did not find the memory. Semantic search is exact: every vector of the scope is
+        compared. Memories written without an embedder have no vector until :meth:`reindex`
+        and are found by keyword only. With neighbours, ``_relevanceScore`` is the score
+        after neighbours helped (see :mod:`agentrecall.retrieval.neighbours`).
+
+        Raises:
+            InvalidArgumentError: an option, the filter or a bound is unusable, a mode needs
+                an embedder this store lacks, or the file's vectors are another model's.
+            ImportError: a mode other than keyword without ``numpy``.
         """
         requested = None if options is None else options.get("max_search_results")
         check_limit(requested, "max_search_results")
         if not isinstance(query, str):
             raise InvalidArgumentError(f"query must be a string, got {type(query).__name__}")
+        mode, neighbours = self._search.for_call(options, f"store '{self.name}'")
         limit = requested or self.max_search_results or DEFAULT_MAX_SEARCH_RESULTS
         where, params = reads.conditions(self._scope, filter, created_after, created_before)
         terms = query_terms(query)
-        if not terms:
-            return []
         filtered = filter is not None or created_after is not None or created_before is not None
         after = timestamp(created_after, "created_after")
         narrowed = narrowings(filter, after, timestamp(created_before, "created_before"))
-        return await self._offload(
-            ranked_search,
-            self._db,
+        if mode == "keyword" and not neighbours:
+            if not terms:
+                return []
+            return await self._offload(
+                ranked_search,
+                self._db,
+                terms,
+                limit,
+                where,
+                params,
+                self._scope,
+                filtered,
+                narrowed,
+                self.writable,
+            )
+        if not query.strip():
+            return []
+        vector = None
+        if self._vectors is not None and mode != "keyword":
+            vector = await self._offload(self._vectors.embedding.query, query)
+        request = semantic.Request(
             terms,
+            vector,
             limit,
             where,
             params,
@@ -366,7 +445,48 @@ class SQLiteStore:
             filtered,
             narrowed,
             self.writable,
+            mode,
+            neighbours,
+            self._search.session_key,
         )
+        return await self._offload(semantic.search, self._db, self._vectors, request)
+
+    async def reindex(self, *, progress: Progress | None = None, batch: int = reindex.BATCH) -> int:
+        """Compute the vectors the file lacks with this store's embedder; return how many.
+
+        Covers the whole file, whatever the view: memories written without an embedder get
+        their vector, and if the file's vectors were made by another model (or dimension),
+        they are all deleted first and rebuilt with this one, which the file then records.
+        Runs a batch at a time, each its own transaction, the model out of any transaction:
+        an interrupted reindex keeps what it did, and running it again does the rest.
+        Meanwhile semantic search finds the memories already done.
+
+        Args:
+            progress: called as ``progress(done, total)`` with ``done == 0`` first and after
+                each batch; ``total`` is how many memories lacked a vector at the start.
+            batch: memories per batch (per embedder call and per transaction).
+
+        Raises:
+            InvalidArgumentError: the store is read-only or has no embedder, or ``batch`` is
+                not an integer of at least 1.
+        """
+        self._check_writable()
+        vectors = self._search.require_vectors("reindex", f"store '{self.name}'")
+        if batch is None:  # check_limit lets None through, meaning "no limit"
+            raise InvalidArgumentError("batch must be an integer of at least 1, got None")
+        check_limit(batch, "batch")
+        embedding = vectors.embedding
+        total = await self._offload(reindex.start, self._db, embedding.model)
+        done = added = after = 0
+        if progress is not None:
+            progress(0, total)
+        while rows := await self._offload(reindex.pending, self._db, after, batch):
+            prepared = await self._offload(embedding.prepare, [content for _, content in rows])
+            added += await self._offload(reindex.store, self._db, prepared, rows)
+            after, done = rows[-1][0], done + len(rows)
+            if progress is not None:
+                progress(done, max(total, done))
+        return added
 
     async def get(self, memory_id: str) -> MemoryRecord | None:
         """Return the memory with ``memory_id`` in this scope, or ``None``.
@@ -402,7 +522,8 @@ class SQLiteStore:
             check_content(content, "content")
         if metadata is not None:
             check_json_object(metadata, "metadata")
-        return await self._write(writes.update, memory_id, content, metadata, reason)
+        vectors = None if content is None else await self._prepare([content])
+        return await self._write(writes.update, memory_id, content, metadata, reason, vectors)
 
     async def delete(self, memory_id: str, *, reason: str | None = None) -> bool:
         """Forget one memory (its history keeps it); return whether it existed.
@@ -505,6 +626,12 @@ class SQLiteStore:
             raise InvalidArgumentError(
                 f"store '{self.name}' is read-only; create it with writable=True to change it"
             )
+
+    async def _prepare(self, texts: Texts) -> PreparedVectors | None:
+        """Return the vectors of ``texts`` for a write, made in the worker (none: no embedder)."""
+        if self._vectors is None:
+            return None
+        return await self._offload(self._vectors.embedding.prepare, texts)
 
     def _expiry(
         self, ttl: float | timedelta | None, expires_at: datetime | str | None

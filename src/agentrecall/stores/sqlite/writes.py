@@ -18,6 +18,7 @@ from agentrecall._internal.ids import new_time_ordered_ids
 from agentrecall._internal.jsonencode import compact_encoder
 from agentrecall._internal.sqlite import Database
 from agentrecall.errors import InvalidArgumentError
+from agentrecall.stores.sqlite import vector_sql
 from agentrecall.stores.sqlite.dedup import KEY_CHUNK, find_equal, free_key, insert_new
 from agentrecall.stores.sqlite.query import Scope, content_key
 from agentrecall.stores.sqlite.rows import RECORD_COLUMNS, RECORDS
@@ -26,6 +27,7 @@ from agentrecall.stores.sqlite.tables import (
     DEFERRED_ROWS,
     Row,
     keep_versions,
+    last_seq,
     purge_expired,
     scope_number,
 )
@@ -45,11 +47,13 @@ def add(
     items: Items,
     expires_at: str | None,
     checked: bool,
+    vectors: vector_sql.PreparedVectors | None = None,
 ) -> list[AddResult]:
     """Insert new memories, deduplicated per scope; return each item's id, in input order.
 
     ``checked`` says whether the items were checked already; if not, each chunk is checked as
-    it is built, and a bad item still stores nothing (one transaction).
+    it is built, and a bad item still stores nothing (one transaction). With ``vectors`` (made
+    from the items' contents), each new memory's vector is stored in the same transaction.
     """
     now = utc_timestamp()
     # The results if every row goes in, made with the rows: for a large batch in the helper
@@ -76,11 +80,14 @@ def add(
     def write(connection: sqlite3.Connection) -> list[AddResult]:
         results.clear()  # a retry after a busy database builds the rows again
         purge_expired(connection, now)
+        base = last_seq(connection)
         number = scope_number(connection, scope)
         conflict = "ON CONFLICT (scope, content_hash) DO NOTHING"
         times = (now, None, expires_at)
         # An add's ids are new, so base 0 will do (see dedup.settle).
         ids = insert_new(connection, number, len(items), build, conflict, times, 0)[1]
+        if vectors is not None:
+            vector_sql.insert_new(connection, base, vectors)
         if ids is None:  # no duplicate, in the batch or before it
             return results
         return [AddResult(id=_fresh(memory_id)) for memory_id in ids]
@@ -96,8 +103,13 @@ def update(
     content: str | None,
     metadata: JsonObject | None,
     reason: str | None,
+    vectors: vector_sql.PreparedVectors | None = None,
 ) -> MemoryRecord | None:
-    """Replace a memory's content and/or metadata, keeping the old version in its history."""
+    """Replace a memory's content and/or metadata, keeping the old version in its history.
+
+    New content loses its old vector (a trigger removes it); with ``vectors`` (made from the
+    new content) it gets its new one in the same transaction.
+    """
     now = utc_timestamp()
     where, params = scope.where("m")
 
@@ -126,6 +138,9 @@ def update(
             "updated_at = ? WHERE seq = ?",
             (new_content, key, old_metadata if metadata is None else _encode(metadata), now, seq),
         )
+        if vectors is not None and content is not None:
+            vector_sql.claim(connection, vectors.model, vectors.path)
+            vector_sql.insert_at(connection, [(seq, vectors.blobs[content])])
         updated = connection.execute(
             f"SELECT {RECORD_COLUMNS} FROM {RECORDS} WHERE m.seq = ?", (seq,)
         ).fetchone()
@@ -165,6 +180,8 @@ def remove(
             removed += connection.execute(
                 f"DELETE FROM memories AS m WHERE {condition}", values
             ).rowcount
+        if removed:
+            vector_sql.forget_old(connection)  # the delete trigger logged the vectors it removed
         return removed
 
     return db.run(write, write=True, durable=durable)

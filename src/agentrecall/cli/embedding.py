@@ -1,0 +1,51 @@
+"""Which embedder a command line names: ``--embedder local`` or ``--embedder MODULE:CALLABLE``.
+
+``local`` is agentrecall's own model (``agentrecall.embeddings.LocalEmbedder``, from the
+``embeddings`` extra). ``MODULE:CALLABLE`` names any callable that returns an embedder when
+called with no arguments (a class such as ``agentrecall.testing:HashEmbedder``, or a function
+of your own), the way other tools name an application to run.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from agentrecall.embeddings.base import Embedder
+from agentrecall.errors import InvalidArgumentError
+
+LOCAL = "local"
+
+
+def embedder_named(name: str) -> Embedder:
+    """Return a new embedder of the kind ``name`` gives.
+
+    Raises:
+        ImportError: the module, or the local model's extra, is not installed.
+        InvalidArgumentError: ``name`` is neither ``local`` nor ``MODULE:CALLABLE``, the
+            callable is missing, or it does not return an embedder.
+    """
+    if name == LOCAL:
+        module_name, attribute = "agentrecall.embeddings", "LocalEmbedder"
+    else:
+        module_name, colon, attribute = name.partition(":")
+        if not colon or not module_name or not attribute:
+            raise InvalidArgumentError(
+                f"--embedder must be '{LOCAL}' or MODULE:CALLABLE such as "
+                f"agentrecall.testing:HashEmbedder, got {name!r}"
+            )
+    module = importlib.import_module(module_name)
+    factory = getattr(module, attribute, None)
+    if factory is None:
+        if name == LOCAL:
+            raise ImportError(
+                "the local embedding model is not part of this agentrecall: install "
+                "'agentrecall[embeddings]', or name another with --embedder MODULE:CALLABLE"
+            )
+        raise InvalidArgumentError(f"--embedder: module '{module_name}' has no '{attribute}'")
+    made = factory()
+    if not isinstance(made, Embedder):
+        raise InvalidArgumentError(
+            f"--embedder {name} returned {type(made).__name__}, which is not an embedder "
+            "(it needs model_id, dimension and embed(texts))"
+        )
+    return made

@@ -1,0 +1,319 @@
+"""Search by meaning in ``SQLiteStore``: semantic, hybrid and conversation-mode searches.
+
+The keyword ranking is :func:`~agentrecall.stores.sqlite.search.ranked_search`, called as it
+is; this module adds the vectors (:mod:`~agentrecall.stores.sqlite.vector_index`), fuses the two
+rankings (:func:`agentrecall.retrieval.fusion.fuse`) and, in conversation mode, lets neighbours
+help (:mod:`agentrecall.retrieval.neighbours`). Importing it needs no ``numpy``: only the vector
+index it is handed does.
+
+Every mode applies the search's conditions (scope, expiry, metadata filter, time bounds): a
+semantic search ranks the scope's vectors and reads the best of them through the conditions,
+reading further down the ranking until enough pass.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agentrecall._internal.sqlite import Database
+from agentrecall.retrieval.fusion import fuse, min_max
+from agentrecall.retrieval.neighbours import REACH, adjacent, expand, smooth
+from agentrecall.stores.sqlite import vector_sql
+from agentrecall.stores.sqlite.embedding import Embedding
+from agentrecall.stores.sqlite.narrowing import Narrowing
+from agentrecall.stores.sqlite.query import Scope
+from agentrecall.stores.sqlite.rows import metadata as decode_metadata
+from agentrecall.stores.sqlite.search import ranked_search
+from agentrecall.types import JsonObject, MemoryEntry
+
+if TYPE_CHECKING:
+    from agentrecall.stores.sqlite.vector_index import Matrix, VectorIndex
+
+POOL = 100
+"""Each ranking fused (or smoothed) contributes its best ``max(POOL, 4 * limit)`` memories."""
+
+SCAN_AFTER = 16_384
+"""A semantic search whose conditions let too few of this many best vectors through reads the
+numbers of every memory meeting them instead, and ranks only those."""
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One search: what to look for, how many, under which conditions, in which mode."""
+
+    terms: list[str]
+    vector: Matrix | None
+    limit: int
+    where: str
+    params: list[object]
+    scope: Scope
+    filtered: bool
+    narrowed: Sequence[Narrowing]
+    tidy: bool
+    mode: str
+    neighbours: bool
+    session_key: str
+
+
+@dataclass(slots=True)
+class Hit:
+    """A memory found, with its stored metadata and its scores so far."""
+
+    id: str
+    content: str
+    metadata: JsonObject | None
+    keyword: float | None = None
+    semantic: float | None = None
+
+
+class Vectors:
+    """A store's embedding and the in-memory index of its file's vectors (shared by its views)."""
+
+    def __init__(self, embedding: Embedding) -> None:
+        self.embedding = embedding
+        self._index: VectorIndex | None = None
+
+    def index(self) -> VectorIndex:
+        """Return the index, made on first use."""
+        if self._index is None:
+            from agentrecall.stores.sqlite.vector_index import VectorIndex
+
+            self._index = VectorIndex(self.embedding.model.dimension, self.embedding.path)
+        return self._index
+
+
+def search(database: Database, vectors: Vectors | None, request: Request) -> list[MemoryEntry]:
+    """Run ``request`` in its mode; return the hits best first, scores in their metadata.
+
+    ``_relevanceScore`` is the BM25 score (keyword), the cosine similarity (semantic) or the
+    fused score (hybrid); hybrid hits also carry ``_keywordScore`` (BM25) and
+    ``_semanticScore`` (cosine), ``None`` for a part that did not find the memory. In
+    conversation mode ``_relevanceScore`` is the score after neighbours helped.
+    """
+    widened = request.mode == "hybrid" or request.neighbours
+    pool = max(POOL, 4 * request.limit) if widened else request.limit
+    keyword: list[Hit] = []
+    if request.mode != "semantic" and request.terms:
+        keyword = [_keyword_hit(entry) for entry in _keyword(database, request, pool)]
+    semantic: list[Hit] = []
+    if request.mode != "keyword" and vectors is not None and request.vector is not None:
+        semantic = semantic_hits(database, vectors, request, pool)
+    ranked = _ranked(request, keyword, semantic)
+    hits = {hit.id: hit for hit in semantic}
+    for hit in keyword:
+        hits.setdefault(hit.id, hit).keyword = hit.keyword
+    if request.neighbours:
+        ranked = database.run(lambda db: _with_neighbours(db, request, ranked, hits))
+    return [_entry(hits[key], score, request.mode) for key, score in ranked[: request.limit]]
+
+
+def _ranked(request: Request, keyword: list[Hit], semantic: list[Hit]) -> list[tuple[str, float]]:
+    """Return ``(id, score)`` best first: fused in hybrid mode, else the one ranking's scores.
+
+    For neighbours to help, a single ranking's scores are min-max normalised first.
+    """
+    if request.mode == "hybrid":
+        fused = fuse(
+            [(hit.id, hit.keyword or 0.0) for hit in keyword],
+            [(hit.id, hit.semantic or 0.0) for hit in semantic],
+        )
+        return [(item.key, item.score) for item in fused]
+    scores = [(hit.id, _score(hit)) for hit in keyword or semantic]
+    if not request.neighbours:
+        return scores
+    normalised = min_max(scores)
+    return [(key, normalised[key]) for key, _ in scores]
+
+
+def semantic_hits(database: Database, vectors: Vectors, request: Request, wanted: int) -> list[Hit]:
+    """Return the ``wanted`` memories meeting the conditions closest to the query vector.
+
+    Only memories whose cosine similarity to the query is positive are returned.
+    """
+    embedding, query = vectors.embedding, request.vector
+
+    def read(db: sqlite3.Connection) -> list[Hit]:
+        vector_sql.check(db, embedding.model, embedding.path)
+        index = vectors.index()
+        index.refresh(db)
+        scopes: list[int] | None = None
+        numbers = request.scope.numbers()
+        if numbers is not None:
+            scopes = [row[0] for row in db.execute(*numbers)]
+            if not scopes:
+                return []
+        if query is None:
+            return []
+        similarity, seqs = index.scores(query, scopes)
+        return _best_meeting(db, similarity, seqs, wanted, request)
+
+    return database.run(read)
+
+
+def _best_meeting(
+    db: sqlite3.Connection, similarity: Matrix, seqs: Matrix, wanted: int, request: Request
+) -> list[Hit]:
+    """Return the best ``wanted`` rows that meet the conditions, reading down the ranking."""
+    import numpy
+
+    # A vector at a right angle to the query (or beyond) shares nothing with it: the best
+    # ``count`` rows are the related ones (dropped rows score -inf).
+    count = int(numpy.count_nonzero(similarity > 0))
+    taken = wanted
+    while True:
+        order = _top(similarity, seqs, min(taken, count))
+        rows = _rows(db, [int(seqs[i]) for i in order], request)
+        hits = [
+            _semantic_hit(rows[int(seqs[i])], float(similarity[i]))
+            for i in order
+            if rows[int(seqs[i])] is not None
+        ]
+        if len(hits) >= wanted or taken >= count:
+            return hits[:wanted]
+        if taken >= SCAN_AFTER:
+            meeting = [
+                row[0]
+                for row in db.execute(
+                    f"SELECT m.seq FROM memories AS m WHERE {request.where}", request.params
+                )
+            ]
+            keep = numpy.isin(seqs, numpy.asarray(meeting, dtype=numpy.int64))
+            similarity, seqs = similarity[keep], seqs[keep]
+            count = int(numpy.count_nonzero(similarity > 0))
+        taken *= 4
+
+
+def _top(similarity: Matrix, seqs: Matrix, k: int) -> Matrix:
+    """Return the positions of the ``k`` highest similarities, best first, newer first on ties."""
+    import numpy
+
+    if k <= 0:
+        return numpy.empty(0, dtype=numpy.int64)
+    if k < len(similarity):
+        part = numpy.argpartition(-similarity, k - 1)[:k]
+    else:
+        part = numpy.arange(len(similarity))
+    order: Matrix = part[numpy.lexsort((-seqs[part], -similarity[part]))]
+    return order
+
+
+def _rows(db: sqlite3.Connection, seqs: Sequence[int], request: Request) -> dict[int, Any]:
+    """Return ``seq -> (id, content, metadata)`` for those of ``seqs`` meeting the conditions."""
+    found: dict[int, Any] = {}
+    for start in range(0, len(seqs), vector_sql.KEY_CHUNK):
+        chunk = seqs[start : start + vector_sql.KEY_CHUNK]
+        for seq, *row in db.execute(
+            "SELECT m.seq, m.id, m.content, m.metadata FROM memories AS m "
+            f"WHERE m.seq IN ({', '.join('?' * len(chunk))}) AND {request.where}",
+            [*chunk, *request.params],
+        ):
+            found[seq] = row
+    return {seq: found.get(seq) for seq in seqs}
+
+
+def _keyword(database: Database, request: Request, limit: int) -> list[MemoryEntry]:
+    return ranked_search(
+        database,
+        request.terms,
+        limit,
+        request.where,
+        request.params,
+        request.scope,
+        request.filtered,
+        request.narrowed,
+        request.tidy,
+    )
+
+
+def _keyword_hit(entry: MemoryEntry) -> Hit:
+    metadata = dict(entry.metadata or {})
+    score = metadata.pop("_relevanceScore")
+    return Hit(str(entry.id), entry.content, metadata, keyword=float(score))
+
+
+def _semantic_hit(row: Any, similarity: float) -> Hit:
+    memory_id, content, metadata = row
+    return Hit(memory_id, content, decode_metadata(metadata), semantic=similarity)
+
+
+def _score(hit: Hit) -> float:
+    return hit.keyword if hit.keyword is not None else hit.semantic or 0.0
+
+
+def _entry(hit: Hit, score: float, mode: str) -> MemoryEntry:
+    metadata: JsonObject = {**(hit.metadata or {}), "_relevanceScore": score}
+    if mode == "hybrid":
+        metadata["_keywordScore"] = hit.keyword
+        metadata["_semanticScore"] = hit.semantic
+    return MemoryEntry(content=hit.content, metadata=metadata, id=hit.id)
+
+
+# A memory's session value as text, its JSON type first (so 1, "1" and true differ); NULL when
+# the key is absent. Read inside SQLite: decoding each neighbour's metadata in Python took most
+# of a search's time. json_each, as the metadata filters use it, needs no quoting of the key.
+_SESSION = (
+    "SELECT j.type || ':' || coalesce(j.atom, j.value, '') FROM json_each(m.metadata) AS j "
+    "WHERE j.key = ?"
+)
+
+
+def _with_neighbours(
+    db: sqlite3.Connection,
+    request: Request,
+    ranked: list[tuple[str, float]],
+    hits: dict[str, Hit],
+) -> list[tuple[str, float]]:
+    """Return the ranking with neighbours' help (see :mod:`agentrecall.retrieval.neighbours`).
+
+    Neighbours are memories meeting the search's conditions; those found only as neighbours
+    are added to ``hits``.
+    """
+    scores = dict(ranked)
+    ids = list(scores)
+    places: dict[str, int] = {}
+    for start in range(0, len(ids), vector_sql.KEY_CHUNK):
+        chunk = ids[start : start + vector_sql.KEY_CHUNK]
+        places.update(
+            db.execute(
+                f"SELECT id, seq FROM memories WHERE id IN ({', '.join('?' * len(chunk))})", chunk
+            ).fetchall()
+        )
+    sessions: list[tuple[int, str, Any]] = []
+    for low, high in _windows(sorted(places.values())):
+        for seq, memory_id, scope, session in db.execute(
+            f"SELECT m.seq, m.id, m.scope, ({_SESSION}) FROM memories AS m "
+            f"WHERE m.seq BETWEEN ? AND ? AND {request.where}",
+            [request.session_key, low, high, *request.params],
+        ):
+            sessions.append((seq, memory_id, None if session is None else (scope, session)))
+    neighbours = adjacent(sessions)
+    smoothed = smooth(scores, neighbours)
+    # The found memories, by smoothed score; memories found only as neighbours come in as
+    # neighbours of the best ones.
+    order = sorted(scores, key=lambda key: -smoothed[key])
+    chosen = expand(order, neighbours, request.limit)
+    added = [memory_id for memory_id in chosen if memory_id not in hits]
+    if added:
+        marks = ", ".join("?" * len(added))
+        for memory_id, content, metadata in db.execute(
+            f"SELECT id, content, metadata FROM memories WHERE id IN ({marks})", added
+        ):
+            hits[memory_id] = Hit(memory_id, content, decode_metadata(metadata))
+    return sorted(
+        ((key, smoothed[key]) for key in chosen if key in hits), key=lambda item: -item[1]
+    )
+
+
+def _windows(seqs: Sequence[int]) -> list[tuple[int, int]]:
+    """Return the merged ranges of row numbers within :data:`REACH` of any of ``seqs``."""
+    merged: list[tuple[int, int]] = []
+    for seq in seqs:
+        low, high = seq - REACH, seq + REACH
+        if merged and low <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], high))
+        else:
+            merged.append((low, high))
+    return merged

@@ -1,0 +1,80 @@
+"""``agentrecall reindex`` and ``--embedder``: vectors for search by meaning from the CLI."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from agentrecall import SQLiteStore, SyncStore
+from agentrecall.cli.main import main
+from agentrecall.testing import HashEmbedder
+
+HASH = "agentrecall.testing:HashEmbedder"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def vectors(path: Path) -> int:
+    with closing(sqlite3.connect(path)) as db:
+        return int(db.execute("SELECT count(*) FROM memory_vectors").fetchone()[0])
+
+
+def test_reindex_computes_the_missing_vectors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "m.db"
+    with SyncStore(SQLiteStore(path)) as store:
+        store.add_many([("Likes green tea", None), ("Owns a red bicycle", None)])
+    code, out, err = run(capsys, "reindex", "--db", str(path), "--embedder", HASH)
+    assert (code, err) == (0, "")
+    assert out == f"computed 2 vectors with {HASH}\n"
+    assert vectors(path) == 2
+    with SyncStore(SQLiteStore(path, embedder=HashEmbedder())) as store:
+        hits = store.search("bicycle", {"mode": "semantic"})
+        assert [hit.content for hit in hits] == ["Owns a red bicycle"]
+    code, out, _ = run(capsys, "--json", "reindex", "--db", str(path), "--embedder", HASH)
+    assert code == 0 and json.loads(out) == {"reindexed": 0, "path": str(path)}
+
+
+def test_reindex_with_another_model_rebuilds_every_vector(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "m.db"
+    with SyncStore(SQLiteStore(path, embedder=HashEmbedder(16))) as store:
+        store.add("Likes green tea")
+    code, out, _ = run(capsys, "reindex", "--db", str(path), "--embedder", HASH)
+    assert (code, out) == (0, f"computed 1 vector with {HASH}\n")
+    with SyncStore(SQLiteStore(path, embedder=HashEmbedder())) as store:
+        assert len(store.search("tea", {"mode": "semantic"})) == 1
+
+
+def test_reindex_refuses_what_it_cannot_use(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(tmp_path / "m.db")
+    code, _, err = run(capsys, "reindex", "--db", path, "--embedder", HASH)
+    assert code == 1 and "no store at" in err
+    for name, message in [
+        ("nonsense", "--embedder must be 'local' or MODULE:CALLABLE"),
+        ("agentrecall.testing:NoSuchThing", "has no 'NoSuchThing'"),
+        ("agentrecall.testing:ScriptedChatModel", "is not an embedder"),
+        ("no_such_module_here:Embedder", "No module named 'no_such_module_here'"),
+    ]:
+        code, _, err = run(capsys, "reindex", "--embedder", name)
+        assert code == 1 and message in err, (name, err)
+        assert err.count("\n") == 1
+    json_file = tmp_path / "m.json"
+    json_file.write_text("[]")
+    code, _, err = run(capsys, "reindex", "--path", str(json_file), "--embedder", HASH)
+    assert code == 1 and "reindex needs an SQLite store" in err
+    code, out, _ = run(capsys, "reindex", "--store", "nothing-yet", "--embedder", HASH)
+    assert (code, out) == (0, "the store does not exist yet: nothing to reindex\n")

@@ -1,0 +1,88 @@
+"""The pure ranking pieces of search by meaning: score fusion and conversation neighbours."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agentrecall.retrieval.fusion import Fused, fuse, min_max
+from agentrecall.retrieval.neighbours import adjacent, expand, smooth
+
+
+def test_min_max_scales_each_list_to_zero_one() -> None:
+    assert min_max([("a", 8.0), ("b", 4.0), ("c", 2.0)]) == {"a": 1.0, "b": 1 / 3, "c": 0.0}
+    assert min_max([("a", 0.3)]) == {"a": 1.0}
+    assert min_max([("a", 2.0), ("b", 2.0)]) == {"a": 1.0, "b": 1.0}
+    assert min_max([("a", 1.0), ("a", 5.0), ("b", 3.0)]) == {"a": 0.0, "b": 1.0}
+    assert min_max([]) == {}
+
+
+def test_fuse_weights_normalised_parts_and_keeps_raw_ones() -> None:
+    fused = fuse([("a", 9.0), ("b", 3.0)], [("b", 0.8), ("c", 0.4), ("a", 0.2)])
+    # a and b tie at 0.5 (each first in one list, last in the other): keyword order decides.
+    assert [(hit.key, hit.keyword, hit.semantic) for hit in fused] == [
+        ("a", 9.0, 0.2),
+        ("b", 3.0, 0.8),
+        ("c", None, 0.4),
+    ]
+    assert [hit.score for hit in fused] == pytest.approx([0.5, 0.5, 0.5 * (0.4 - 0.2) / 0.6])
+    assert isinstance(fused[0], Fused)
+    # Equal fused scores keep the order of first appearance: keyword list first.
+    assert [hit.key for hit in fuse([("x", 1.0)], [("y", 1.0)])] == ["x", "y"]
+    assert fuse([], []) == []
+
+
+def test_fuse_weight_moves_the_balance_and_is_checked() -> None:
+    keyword, semantic = [("k", 2.0), ("s", 1.0)], [("s", 0.9), ("k", 0.1)]
+    assert fuse(keyword, semantic, keyword_weight=1.0)[0].key == "k"
+    assert fuse(keyword, semantic, keyword_weight=0.0)[0].key == "s"
+    with pytest.raises(ValueError, match="keyword_weight"):
+        fuse(keyword, semantic, keyword_weight=1.5)
+
+
+scored_lists = st.lists(
+    st.tuples(st.sampled_from("abcdefgh"), st.floats(-5, 5, allow_nan=False)), max_size=8
+)
+
+
+@given(scored_lists, scored_lists)
+def test_fused_scores_are_within_zero_one_and_sorted(
+    keyword: list[tuple[str, float]], semantic: list[tuple[str, float]]
+) -> None:
+    fused = fuse(keyword, semantic)
+    assert {hit.key for hit in fused} == {key for key, _ in keyword + semantic}
+    assert all(-1e-9 <= hit.score <= 1 + 1e-9 for hit in fused)
+    assert [hit.score for hit in fused] == sorted((hit.score for hit in fused), reverse=True)
+
+
+def test_adjacent_pairs_nearest_rows_of_one_session_within_reach() -> None:
+    rows = [
+        (1, "a", "s1"),
+        (2, "b", "s1"),
+        (3, "x", "s2"),  # another session between two turns of s1
+        (4, "c", "s1"),
+        (20, "d", "s1"),  # too far from c
+        (5, "lone", None),
+    ]
+    assert adjacent(rows, reach=8) == {
+        "a": ("b",),
+        "b": ("a", "c"),
+        "c": ("b",),
+    }
+    assert adjacent(rows, reach=1) == {"a": ("b",), "b": ("a",)}
+
+
+def test_smooth_adds_a_share_of_the_best_neighbour() -> None:
+    neighbours = {"a": ("b",), "b": ("a", "c"), "c": ("b",)}
+    smoothed = smooth({"a": 1.0, "c": 0.2}, neighbours, weight=0.5)
+    assert smoothed == {"a": 1.0, "b": 0.5, "c": 0.2}
+    assert smooth({"a": 1.0}, {}, weight=0.5) == {"a": 1.0}
+
+
+def test_expand_fills_with_the_anchors_neighbours_first() -> None:
+    neighbours = {"a": ("z", "b"), "c": ("y",)}
+    assert expand(["a", "c", "d", "e", "f"], neighbours, 4) == ["a", "c", "z", "b"]
+    assert expand(["a", "c", "d", "e", "f"], neighbours, 6) == ["a", "c", "d", "z", "b", "y"]
+    assert expand(["a", "b"], {"a": ("b",)}, 3) == ["a", "b"]
+    assert expand(["a"], neighbours, 1) == ["a"]
