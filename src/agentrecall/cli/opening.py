@@ -19,13 +19,15 @@ from agentrecall.stores.jsonfile import JsonFileStore
 from agentrecall.stores.sqlite import SQLiteStore
 
 
-def open_store(args: argparse.Namespace, *, default: str) -> MemoryStore:
+def open_store(args: argparse.Namespace, *, default: str, writable: bool = True) -> MemoryStore:
     """Return the store the options name: ``--path`` JSON, ``--db`` SQLite, else SQLite by name.
 
     ``default`` is the name without ``--store``. A command with ``args.creates`` (``add``)
     creates a missing ``--path`` or ``--db`` file (not its directory), and a missing store of
     a name with its directory; any other command needs the ``--path`` or ``--db`` file to
-    exist, and reads a name's missing store as empty without creating it.
+    exist, and reads a name's missing store as empty without creating it. A store opened with
+    ``writable=False`` refuses every write; a read-only store of a name is always the SQLite
+    store, which reads as empty while its file does not exist and creates nothing.
 
     Raises:
         StorageError: a file that must exist is missing, a directory is missing, or a path
@@ -35,11 +37,11 @@ def open_store(args: argparse.Namespace, *, default: str) -> MemoryStore:
     creates = getattr(args, "creates", False)
     store: JsonFileStore | SQLiteStore
     if hasattr(args, "path"):
-        store = JsonFileStore(name=default, path=args.path)
+        store = JsonFileStore(name=default, path=args.path, writable=writable)
     elif hasattr(args, "db"):
-        store = SQLiteStore(args.db)
+        store = SQLiteStore(args.db, writable=writable)
     else:
-        return _open_named(getattr(args, "store", default), creates=creates)
+        return _open_named(getattr(args, "store", default), creates=creates, writable=writable)
     path = store.path or ""
     size = creatable(path) if creates else existing(path)
     if isinstance(store, SQLiteStore):
@@ -47,10 +49,10 @@ def open_store(args: argparse.Namespace, *, default: str) -> MemoryStore:
     return store
 
 
-def _open_named(name: str, *, creates: bool) -> MemoryStore:
-    store = SQLiteStore(name=name)
+def _open_named(name: str, *, creates: bool, writable: bool) -> MemoryStore:
+    store = SQLiteStore(name=name, writable=writable)
     size = size_of(store.path)
-    if size is None and not creates:
+    if size is None and not creates and writable:
         # Reading a store that does not exist yet finds nothing and creates no file.
         return JsonFileStore(name=store.name, persist=False)
     note_if_empty(store.path, size)
