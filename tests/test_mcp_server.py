@@ -77,10 +77,14 @@ async def stored(db: Path) -> list[str]:
         return sorted(record.content for record in await store.list())
 
 
-def listed(tools: list[Any]) -> list[dict[str, Any]]:
-    return [
-        {"name": t.name, "description": t.description, "inputSchema": t.input_schema} for t in tools
+async def assert_offers_the_managers_tools(client: Client, db: Path, **tools: bool) -> None:
+    """The server lists exactly the definitions a manager of the same store gives a model."""
+    expected = [tool.as_mcp() for tool in MemoryManager([SQLiteStore(db)], **tools).tools]
+    listed = [
+        {"name": t.name, "description": t.description, "inputSchema": t.input_schema}
+        for t in (await client.list_tools()).tools
     ]
+    assert listed == expected
 
 
 @pytest.fixture
@@ -91,26 +95,9 @@ def db(tmp_path: Path) -> Path:
 # stdio ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("flags", "kwargs"),
-    [
-        ((), {"add_tool": True}),
-        (("--allow-forget",), {"add_tool": True, "forget_tool": True}),
-        (("--read-only",), {}),
-    ],
-)
-async def test_tools_are_the_managers_definitions(
-    db: Path, flags: tuple[str, ...], kwargs: dict[str, bool]
-) -> None:
-    async with SQLiteStore(db) as store:
-        await store.setup()  # a read-only server needs the file to exist
-    expected = [tool.as_mcp() for tool in MemoryManager([SQLiteStore(db)], **kwargs).tools]
-    async with connected(stdio_client("--db", str(db), *flags)) as client:
-        assert listed((await client.list_tools()).tools) == expected
-
-
 async def test_add_search_forget_over_stdio(db: Path) -> None:
     async with connected(stdio_client("--db", str(db), "--allow-forget")) as client:
+        await assert_offers_the_managers_tools(client, db, add_tool=True, forget_tool=True)
         facts = ["The user's dog is named Biscuit.", "The user prefers aisle seats."]
         assert await call(client, "add_memory", {"entries": facts}) == {"stored": 2}
         [hit] = await call(client, "search_memory", {"query": "dog", "max_search_results": 1})
@@ -123,6 +110,7 @@ async def test_add_search_forget_over_stdio(db: Path) -> None:
 
 async def test_forget_needs_the_flag(db: Path) -> None:
     async with connected(stdio_client("--db", str(db))) as client:
+        await assert_offers_the_managers_tools(client, db, add_tool=True)
         await call(client, "add_memory", {"entries": ["The user lives in Lisbon."]})
         [hit] = await call(client, "search_memory", {"query": "Lisbon"})
         assert "id" not in hit  # ids are for forgetting, which this server does not offer
@@ -159,6 +147,7 @@ async def test_read_only_server_offers_no_writes(db: Path) -> None:
         await store.add("The user is vegetarian.")
     before = db.read_bytes()
     async with connected(stdio_client("--db", str(db), "--read-only")) as client:
+        await assert_offers_the_managers_tools(client, db)
         assert [t.name for t in (await client.list_tools()).tools] == ["search_memory"]
         with pytest.raises(MCPError, match="unknown tool 'add_memory'"):
             await client.call_tool("add_memory", {"entries": ["The user eats meat."]})
@@ -477,7 +466,6 @@ def test_http_takes_the_token_from_the_environment(tmp_path: Path) -> None:
         (("--host", "0.0.0.0", "--http"), "--allow-remote"),
         (("--port", "9000"), "argument --port: only with --http"),
         (("--token", "t"), "argument --token: only with --http"),
-        (("--http", "--token", " "), "argument --token"),
         (("--http", "--port", "70000"), "argument --port"),
         (("--read-only", "--allow-forget"), "not allowed with argument"),
     ],
@@ -489,4 +477,14 @@ def test_usage_mistakes(
     out, err = capsys.readouterr()
     assert out == ""
     assert message in err.splitlines()[-1]
+    assert not db.exists()
+
+
+@pytest.mark.parametrize("token", ["", "two words", "caf\u00e9"])
+def test_a_token_a_client_cannot_send_is_refused(
+    db: Path, capsys: pytest.CaptureFixture[str], token: str
+) -> None:
+    assert main(["mcp", "--db", str(db), "--http", "--token", token]) == 1
+    [line] = capsys.readouterr().err.splitlines()
+    assert "--token: a bearer token must be" in line
     assert not db.exists()

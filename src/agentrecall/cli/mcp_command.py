@@ -15,11 +15,14 @@ import ipaddress
 import logging
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentrecall.cli import opening, report
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.stores.base import Capability, MemoryStore
+
+if TYPE_CHECKING:
+    from agentrecall.memory.manager import MemoryManager
 
 TOKEN_ENV = "AGENTRECALL_MCP_TOKEN"
 DEFAULT_HOST = "127.0.0.1"
@@ -88,33 +91,51 @@ def _serve(args: argparse.Namespace, parser: argparse.ArgumentParser, default: s
     from agentrecall.memory.manager import MemoryManager  # only the server needs it loaded
 
     try:
-        from agentrecall import mcp
+        import agentrecall.mcp  # noqa: F401  (the SDK, an optional extra)
     except ImportError as error:
         return report.fail(str(error), report.FAILED, as_json=getattr(args, "json", False))
+    token = _token(args) if args.http else None
     args.creates = not args.read_only  # a server that may add creates its store's file
     store = _scoped(opening.open_store(args, default=default, writable=not args.read_only), args)
     manager = MemoryManager(
         [store], add_tool=store.writable, forget_tool=args.allow_forget, injection=False
     )
-    server = mcp.memory_server(manager)
     _log_to_stderr()
-
-    async def run() -> None:
-        try:
-            await manager.initialize()  # a store that cannot be opened fails before any client
-            if not args.http:
-                await mcp.serve_stdio(server)
-                return
-            token = args.token or os.environ.get(TOKEN_ENV, "").strip() or _new(mcp.new_token())
-            host, port = args.host or DEFAULT_HOST, DEFAULT_PORT if args.port is None else args.port
-            await mcp.serve_http(server, host=host, port=port, token=token, announce=_announce)
-        finally:
-            aclose = getattr(store, "aclose", None)
-            if aclose is not None:
-                await aclose()
-
-    asyncio.run(run())
+    asyncio.run(_run(manager, store, args, token))
     return report.OK
+
+
+async def _run(
+    manager: MemoryManager, store: MemoryStore, args: argparse.Namespace, token: str | None
+) -> None:
+    from agentrecall.mcp import memory_server, serve_http, serve_stdio
+
+    server = memory_server(manager)
+    try:
+        await manager.initialize()  # a store that cannot be opened fails before any client
+        if token is None:
+            await serve_stdio(server)
+        else:
+            host, port = args.host or DEFAULT_HOST, DEFAULT_PORT if args.port is None else args.port
+            await serve_http(server, host=host, port=port, token=token, announce=_announce)
+    finally:
+        aclose = getattr(store, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+def _token(args: argparse.Namespace) -> str:
+    """Return the token from ``--token``, else the environment, else a new one (announced)."""
+    from agentrecall.mcp import check_token, new_token
+
+    if args.token is not None:
+        return check_token(args.token, "--token")
+    configured = os.environ.get(TOKEN_ENV, "").strip()
+    if configured:
+        return check_token(configured, f"${TOKEN_ENV}")
+    token = new_token()
+    report.note(f"MCP bearer token (send 'Authorization: Bearer <token>'): {token}")
+    return token
 
 
 def _check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
@@ -122,8 +143,6 @@ def _check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         for option in HTTP_ONLY:
             if getattr(args, option) not in (None, False):
                 parser.error(f"argument --{option.replace('_', '-')}: only with --http")
-    if args.token is not None and not args.token.strip():
-        parser.error("argument --token: expected a token, got a blank one")
     host = args.host or DEFAULT_HOST
     if not _is_loopback(host) and not args.allow_remote:
         parser.error(
@@ -176,11 +195,6 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
-
-
-def _new(token: str) -> str:
-    report.note(f"MCP bearer token (send 'Authorization: Bearer <token>'): {token}")
-    return token
 
 
 def _announce(url: str) -> None:

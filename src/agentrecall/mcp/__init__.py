@@ -13,7 +13,7 @@ agentrecall`` never imports it.
 from __future__ import annotations
 
 try:
-    from agentrecall.mcp.auth import new_token, require_bearer
+    from agentrecall.mcp.auth import check_token, new_token, require_bearer
     from agentrecall.mcp.server import memory_server
     from agentrecall.mcp.transports import serve_http, serve_stdio
 except ImportError as error:
@@ -21,4 +21,11 @@ except ImportError as error:
         f"the MCP server needs the mcp package ({error}): pip install 'agentrecall[mcp]'"
     ) from error
 
-__all__ = ["memory_server", "new_token", "require_bearer", "serve_http", "serve_stdio"]
+__all__ = [
+    "check_token",
+    "memory_server",
+    "new_token",
+    "require_bearer",
+    "serve_http",
+    "serve_stdio",
+]

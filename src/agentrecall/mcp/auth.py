@@ -7,6 +7,8 @@ import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from agentrecall.errors import InvalidArgumentError
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -24,6 +26,21 @@ def new_token() -> str:
     return secrets.token_urlsafe(TOKEN_BYTES)
 
 
+def check_token(token: str, source: str) -> str:
+    """Return ``token`` if a client can send it in a header: visible ASCII, no spaces.
+
+    Raises:
+        InvalidArgumentError: it is empty or holds other characters; ``source`` (the option or
+            variable it came from) is named in the message.
+    """
+    if not token or not all("!" <= character <= "~" for character in token):
+        raise InvalidArgumentError(
+            f"{source}: a bearer token must be letters, digits and ASCII punctuation, "
+            "without spaces"
+        )
+    return token
+
+
 def require_bearer(app: ASGIApp, token: str) -> ASGIApp:
     """Wrap an ASGI app so that only requests carrying ``Authorization: Bearer <token>`` reach it.
 
@@ -34,11 +51,9 @@ def require_bearer(app: ASGIApp, token: str) -> ASGIApp:
     lifespan passes through.
 
     Raises:
-        ValueError: ``token`` is empty.
+        InvalidArgumentError: ``token`` cannot be sent in a header (:func:`check_token`).
     """
-    if not token:
-        raise ValueError("the bearer token must not be empty")
-    expected = b"Bearer " + token.encode("utf-8")
+    expected = b"Bearer " + check_token(token, "the bearer token").encode("ascii")
 
     async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan" or _carries(scope, expected):
