@@ -100,7 +100,6 @@ def _serve(args: argparse.Namespace, parser: argparse.ArgumentParser, default: s
     manager = MemoryManager(
         [store], add_tool=store.writable, forget_tool=args.allow_forget, injection=False
     )
-    _log_to_stderr()
     asyncio.run(_run(manager, store, args, token))
     return report.OK
 
@@ -113,6 +112,7 @@ async def _run(
     server = memory_server(manager)
     try:
         await manager.initialize()  # a store that cannot be opened fails before any client
+        _log_to_stderr()
         if token is None:
             await serve_stdio(server)
         else:
@@ -176,15 +176,21 @@ class _OneLine(logging.Formatter):
 
 
 def _log_to_stderr() -> None:
-    """Log warnings as one line each on stderr (the client's log), tracebacks only to debug.
+    """Log agentrecall's warnings as one line each on stderr (the client's log).
+
+    With ``AGENTRECALL_DEBUG=1`` a record keeps its traceback.
 
     A server runs for hours: what failed for a tool call goes to the log, one line per failure,
     while the model reads the error in the tool's result.
     """
+    logger = logging.getLogger("agentrecall")
+    if logger.handlers:
+        return  # configured by whoever runs the command in-process
     handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
     if os.environ.get(report.DEBUG_ENV, "").strip() in ("", "0"):
         handler.setFormatter(_OneLine())
-    logging.basicConfig(level=logging.WARNING, handlers=[handler])
+    logger.addHandler(handler)
 
 
 def _is_loopback(host: str) -> bool:
