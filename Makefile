@@ -44,6 +44,7 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_buffer.py
 	$(BIN)/python benchmarks/bench_manager.py
 	$(BIN)/python benchmarks/bench_sqlite.py
+	$(BIN)/python benchmarks/bench_mcp.py
 	$(BIN)/python benchmarks/bench_import_floor.py
 
 clean:
