@@ -15,7 +15,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[dev,strands,tiktoken,http,embeddings]'
+	$(BIN)/python -m pip install -q -e '.[dev,strands,tiktoken,http,embeddings,mcp]'
 	touch $@ $(VENV)/.installed
 
 demo: $(VENV)/.installed
@@ -44,6 +44,7 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_buffer.py
 	$(BIN)/python benchmarks/bench_manager.py
 	$(BIN)/python benchmarks/bench_sqlite.py
+	$(BIN)/python benchmarks/bench_mcp.py
 	$(BIN)/python benchmarks/bench_import_floor.py
 
 clean:

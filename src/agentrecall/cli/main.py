@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrecall import __version__
-from agentrecall.cli import opening, report
+from agentrecall.cli import mcp_command, opening, report
 from agentrecall.cli.embedding import LOCAL, embedder_named
 from agentrecall.cli.migrating import migrate_to
 from agentrecall.errors import InvalidArgumentError
@@ -62,6 +62,9 @@ def _dispatch(arguments: list[str]) -> int:
         return storeless(args)
     if len(chosen) > 1:
         parser.error(f"argument {chosen[1]}: not allowed with argument {chosen[0]}")
+    if hasattr(args, "serve"):  # a server opens its store itself and keeps it open
+        serve: Callable[[argparse.Namespace], int] = args.serve
+        return serve(args)
     return _run(args.command, args)
 
 
@@ -274,6 +277,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"agentrecall {__version__}")
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
     _store_commands(commands, common)
+    mcp_command.add_parser(commands, common, default=DEFAULT_STORE)
     _file_commands(commands, output)
     return parser
 

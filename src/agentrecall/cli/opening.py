@@ -21,7 +21,11 @@ from agentrecall.stores.sqlite import SQLiteStore
 
 
 def open_store(
-    args: argparse.Namespace, *, default: str, embedder: Embedder | None = None
+    args: argparse.Namespace,
+    *,
+    default: str,
+    embedder: Embedder | None = None,
+    writable: bool = True,
 ) -> MemoryStore:
     """Return the store the options name: ``--path`` JSON, ``--db`` SQLite, else SQLite by name.
 
@@ -29,7 +33,9 @@ def open_store(
     with ``args.creates`` (``add``) creates a missing ``--path`` or ``--db`` file (not its
     directory), and a missing store of a name with its directory; any other command needs the
     ``--path`` or ``--db`` file to exist, and reads a name's missing store as empty without
-    creating it.
+    creating it. A store opened with ``writable=False`` refuses every write; a read-only store
+    of a name is always the SQLite store, which reads as empty while its file does not exist
+    and creates nothing.
 
     Raises:
         StorageError: a file that must exist is missing, a directory is missing, or a path
@@ -39,11 +45,12 @@ def open_store(
     creates = getattr(args, "creates", False)
     store: JsonFileStore | SQLiteStore
     if hasattr(args, "path"):
-        store = JsonFileStore(name=default, path=args.path)
+        store = JsonFileStore(name=default, path=args.path, writable=writable)
     elif hasattr(args, "db"):
-        store = SQLiteStore(args.db, embedder=embedder)
+        store = SQLiteStore(args.db, embedder=embedder, writable=writable)
     else:
-        return _open_named(getattr(args, "store", default), creates=creates, embedder=embedder)
+        name = getattr(args, "store", default)
+        return _open_named(name, creates=creates, embedder=embedder, writable=writable)
     path = store.path or ""
     size = creatable(path) if creates else existing(path)
     if isinstance(store, SQLiteStore):
@@ -51,10 +58,12 @@ def open_store(
     return store
 
 
-def _open_named(name: str, *, creates: bool, embedder: Embedder | None) -> MemoryStore:
-    store = SQLiteStore(name=name, embedder=embedder)
+def _open_named(
+    name: str, *, creates: bool, embedder: Embedder | None, writable: bool
+) -> MemoryStore:
+    store = SQLiteStore(name=name, embedder=embedder, writable=writable)
     size = size_of(store.path)
-    if size is None and not creates:
+    if size is None and not creates and writable:
         # Reading a store that does not exist yet finds nothing and creates no file.
         return JsonFileStore(name=store.name, persist=False)
     note_if_empty(store.path, size)

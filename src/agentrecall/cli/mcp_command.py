@@ -1,0 +1,217 @@
+"""``agentrecall mcp``: serve a store's memory tools to MCP clients, over stdio or HTTP.
+
+The server is :func:`agentrecall.mcp.memory_server` over a
+:class:`~agentrecall.MemoryManager` of the one store the options name (as every command opens
+it, :mod:`agentrecall.cli.opening`), optionally narrowed to one user, agent or session. The
+``mcp`` SDK is imported only when the command runs, so the rest of the command line never
+loads it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import logging
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from agentrecall.cli import opening, report
+from agentrecall.errors import InvalidArgumentError
+from agentrecall.stores.base import Capability, MemoryStore
+
+if TYPE_CHECKING:
+    from agentrecall.memory.manager import MemoryManager
+
+TOKEN_ENV = "AGENTRECALL_MCP_TOKEN"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+SCOPE_FLAGS = ("user_id", "agent_id", "session_id")
+HTTP_ONLY = ("host", "port", "token", "allow_remote")
+
+EPILOG = f"""\
+Without --http the server speaks MCP on stdin and stdout, the way desktop and IDE clients
+start a server. Their configuration takes a block like this one (the env is optional;
+AGENTRECALL_HOME defaults to ~/.agentrecall):
+
+  {{
+    "mcpServers": {{
+      "memory": {{
+        "command": "agentrecall",
+        "args": ["mcp", "--user-id", "alice"],
+        "env": {{"AGENTRECALL_HOME": "/home/alice/.agentrecall"}}
+      }}
+    }}
+  }}
+
+The tools are search_memory and, unless --read-only, add_memory; forget_memory only with
+--allow-forget. A tool that fails answers with an error the model can read; the server goes on.
+
+With --http the server listens at http://{DEFAULT_HOST}:{DEFAULT_PORT}/mcp (--port 0 takes a free
+port; the URL is printed on stderr), and every request needs the header "Authorization:
+Bearer TOKEN" or is refused with 401 before anything runs. The token is --token, else
+${TOKEN_ENV} (better: a command line is visible to other users), else a new one
+printed once on stderr. It guards every memory, reads included, because any program on this
+machine can reach a loopback port. Over stdio no token is needed: only the client that
+started the server can talk to it. Another address needs --host ADDRESS --allow-remote, and
+the token still; the server speaks plain HTTP, so reach it from other machines through TLS
+(a reverse proxy) or a tunnel.
+
+Stop the server by closing its stdin (stdio) or with Ctrl-C or SIGTERM (HTTP)."""
+
+
+def add_parser(commands: Any, common: argparse.ArgumentParser, *, default: str) -> None:
+    """Add the ``mcp`` command to ``commands``; ``default`` is the store's name without options."""
+    parser = commands.add_parser(
+        "mcp",
+        parents=[common],
+        help="serve the memory tools to MCP clients (stdio, or HTTP with --http)",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--http", action="store_true", help="serve streamable HTTP, not stdio")
+    parser.add_argument("--host", help=f"the address to listen on (default {DEFAULT_HOST})")
+    parser.add_argument("--port", type=_port, help=f"the port (default {DEFAULT_PORT}; 0: any)")
+    parser.add_argument("--token", help=f"the bearer token (default ${TOKEN_ENV}, or a new one)")
+    parser.add_argument(
+        "--allow-remote", action="store_true", help="allow a --host other than loopback"
+    )
+    writes = parser.add_mutually_exclusive_group()
+    writes.add_argument("--read-only", action="store_true", help="open the store read-only")
+    writes.add_argument("--allow-forget", action="store_true", help="offer forget_memory too")
+    for flag in SCOPE_FLAGS:
+        name = flag.replace("_", "-")
+        parser.add_argument(f"--{name}", dest=flag, metavar="ID", help=f"serve only this {flag}")
+    parser.set_defaults(serve=lambda args: _serve(args, parser, default))
+
+
+def _serve(args: argparse.Namespace, parser: argparse.ArgumentParser, default: str) -> int:
+    _check(args, parser)
+    from agentrecall.memory.manager import MemoryManager  # only the server needs it loaded
+
+    try:
+        import agentrecall.mcp  # noqa: F401  (the SDK, an optional extra)
+    except ImportError as error:
+        return report.fail(str(error), report.FAILED, as_json=getattr(args, "json", False))
+    token = _token(args) if args.http else None
+    args.creates = not args.read_only  # a server that may add creates its store's file
+    store = _scoped(opening.open_store(args, default=default, writable=not args.read_only), args)
+    manager = MemoryManager(
+        [store], add_tool=store.writable, forget_tool=args.allow_forget, injection=False
+    )
+    asyncio.run(_run(manager, store, args, token))
+    return report.OK
+
+
+async def _run(
+    manager: MemoryManager, store: MemoryStore, args: argparse.Namespace, token: str | None
+) -> None:
+    from agentrecall.mcp import memory_server, serve_http, serve_stdio
+
+    server = memory_server(manager)
+    try:
+        await manager.initialize()  # a store that cannot be opened fails before any client
+        _log_to_stderr()
+        if token is None:
+            await serve_stdio(server)
+        else:
+            host, port = args.host or DEFAULT_HOST, DEFAULT_PORT if args.port is None else args.port
+            await serve_http(server, host=host, port=port, token=token, announce=_announce)
+    finally:
+        aclose = getattr(store, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+def _token(args: argparse.Namespace) -> str:
+    """Return the token from ``--token``, else the environment, else a new one (announced)."""
+    from agentrecall.mcp import check_token, new_token
+
+    if args.token is not None:
+        return check_token(args.token, "--token")
+    configured = os.environ.get(TOKEN_ENV, "").strip()
+    if configured:
+        return check_token(configured, f"${TOKEN_ENV}")
+    token = new_token()
+    report.note(f"MCP bearer token (send 'Authorization: Bearer <token>'): {token}")
+    return token
+
+
+def _check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    if not args.http:
+        for option in HTTP_ONLY:
+            if getattr(args, option) not in (None, False):
+                parser.error(f"argument --{option.replace('_', '-')}: only with --http")
+    host = args.host or DEFAULT_HOST
+    if not _is_loopback(host) and not args.allow_remote:
+        parser.error(
+            f"argument --host: {host} is not a loopback address; add --allow-remote to serve "
+            "other machines (they need the token too)"
+        )
+
+
+def _scoped(store: MemoryStore, args: argparse.Namespace) -> MemoryStore:
+    ids = {flag: getattr(args, flag) for flag in SCOPE_FLAGS if getattr(args, flag) is not None}
+    if not ids:
+        return store
+    if Capability.SCOPE not in getattr(store, "capabilities", frozenset()):
+        flag = "--" + next(iter(ids)).replace("_", "-")
+        raise InvalidArgumentError(
+            f"{flag}: the store '{store.name}' ({type(store).__name__}) has no scopes; "
+            "serve an SQLite store (--db or --store) to serve one user, agent or session"
+        )
+    view: MemoryStore = store.scope(**ids)  # type: ignore[attr-defined]
+    return view
+
+
+class _OneLine(logging.Formatter):
+    """A log record as one ``agentrecall: warning: ...`` line, its exception's message included."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            text += f": {record.exc_info[1]}"
+        return f"agentrecall: {record.levelname.lower()}: {report.one_line(text)}"
+
+
+def _log_to_stderr() -> None:
+    """Log agentrecall's warnings as one line each on stderr (the client's log).
+
+    With ``AGENTRECALL_DEBUG=1`` a record keeps its traceback.
+
+    A server runs for hours: what failed for a tool call goes to the log, one line per failure,
+    while the model reads the error in the tool's result.
+    """
+    logger = logging.getLogger("agentrecall")
+    if logger.handlers:
+        return  # configured by whoever runs the command in-process
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    if os.environ.get(report.DEBUG_ENV, "").strip() in ("", "0"):
+        handler.setFormatter(_OneLine())
+    logger.addHandler(handler)
+
+
+def _is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine only: ``localhost`` or a loopback address."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _announce(url: str) -> None:
+    report.note(f"serving MCP over streamable HTTP at {url}")
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got {text!r}")
+    return value

@@ -1,0 +1,490 @@
+"""``agentrecall mcp`` driven by the MCP SDK's own client: over stdio and over HTTP on loopback.
+
+Every server is a real ``python -m agentrecall mcp`` subprocess on a real SQLite file; what
+it stored is checked by opening that file with a fresh ``SQLiteStore``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import selectors
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from agentrecall import MemoryManager, SQLiteStore
+from agentrecall.cli.main import main
+
+TIMEOUT = 20  # seconds any one exchange with a server may take before the test fails
+TOKEN = "test-token-0123456789"
+URL = re.compile(r"serving MCP over streamable HTTP at (http://\S+)")
+
+
+def server_command(*arguments: str) -> list[str]:
+    return [sys.executable, "-m", "agentrecall", "mcp", *arguments]
+
+
+def stdio_client(*arguments: str, wrapper: str | None = None) -> Client:
+    command = server_command(*arguments)
+    if wrapper is not None:
+        command = [sys.executable, "-c", wrapper, *command[3:]]
+    parameters = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+    return Client(parameters, read_timeout_seconds=TIMEOUT)
+
+
+@asynccontextmanager
+async def connected(client: Client) -> AsyncIterator[Client]:
+    with anyio.fail_after(TIMEOUT):
+        async with client:
+            yield client
+
+
+async def call(client: Client, tool: str, arguments: dict[str, Any]) -> Any:
+    """Call a tool that must succeed; return its result parsed from the JSON text."""
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result
+    [block] = result.content
+    return json.loads(block.text)  # type: ignore[union-attr]
+
+
+async def tool_error(client: Client, tool: str, arguments: Any) -> str:
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error, result
+    [block] = result.content
+    text: str = block.text  # type: ignore[union-attr]
+    assert text.startswith("Error: ")
+    return text
+
+
+async def contents(client: Client, query: str) -> list[str]:
+    return [hit["content"] for hit in await call(client, "search_memory", {"query": query})]
+
+
+async def stored(db: Path) -> list[str]:
+    async with SQLiteStore(db, writable=False) as store:
+        return sorted(record.content for record in await store.list())
+
+
+async def assert_offers_the_managers_tools(client: Client, db: Path, **tools: bool) -> None:
+    """The server lists exactly the definitions a manager of the same store gives a model."""
+    expected = [tool.as_mcp() for tool in MemoryManager([SQLiteStore(db)], **tools).tools]
+    listed = [
+        {"name": t.name, "description": t.description, "inputSchema": t.input_schema}
+        for t in (await client.list_tools()).tools
+    ]
+    assert listed == expected
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "memory.db"
+
+
+# stdio ------------------------------------------------------------------------------------
+
+
+async def test_add_search_forget_over_stdio(db: Path) -> None:
+    async with connected(stdio_client("--db", str(db), "--allow-forget")) as client:
+        await assert_offers_the_managers_tools(client, db, add_tool=True, forget_tool=True)
+        facts = ["The user's dog is named Biscuit.", "The user prefers aisle seats."]
+        assert await call(client, "add_memory", {"entries": facts}) == {"stored": 2}
+        [hit] = await call(client, "search_memory", {"query": "dog", "max_search_results": 1})
+        assert hit["content"] == facts[0]
+        assert hit["store_name"] == "memory"
+        assert await call(client, "forget_memory", {"ids": [hit["id"]]}) == {"deleted": 1}
+        assert await contents(client, "dog") == []
+    assert await stored(db) == [facts[1]]
+
+
+async def test_forget_needs_the_flag(db: Path) -> None:
+    async with connected(stdio_client("--db", str(db))) as client:
+        await assert_offers_the_managers_tools(client, db, add_tool=True)
+        await call(client, "add_memory", {"entries": ["The user lives in Lisbon."]})
+        [hit] = await call(client, "search_memory", {"query": "Lisbon"})
+        assert "id" not in hit  # ids are for forgetting, which this server does not offer
+        async with SQLiteStore(db, writable=False) as store:
+            [record_id] = [record.id for record in await store.list()]
+        with pytest.raises(MCPError, match="unknown tool 'forget_memory'"):
+            await client.call_tool("forget_memory", {"ids": [record_id]})
+        assert await contents(client, "Lisbon") == ["The user lives in Lisbon."]
+
+
+async def test_bad_arguments_are_tool_errors_and_the_server_goes_on(db: Path) -> None:
+    bad = [
+        ("search_memory", {}, "query"),
+        ("search_memory", {"query": 5}, "query"),
+        ("search_memory", {"query": "x", "max_search_results": "three"}, "max_search_results"),
+        ("search_memory", {"query": "x", "stores": ["elsewhere"]}, "elsewhere"),
+        ("add_memory", {"entries": "not a list"}, "entries"),
+        ("add_memory", {"entries": []}, "at least one entry"),
+        ("add_memory", {"entries": ["   "]}, "non-blank"),
+    ]
+    async with connected(stdio_client("--db", str(db))) as client:
+        await call(client, "add_memory", {"entries": ["The user plays the violin."]})
+        for tool, arguments, named in bad:
+            assert named in await tool_error(client, tool, arguments)
+            assert await contents(client, "violin") == ["The user plays the violin."]
+        with pytest.raises(MCPError, match="unknown tool 'remember'"):
+            await client.call_tool("remember", {"entries": ["x"]})
+        assert await contents(client, "violin") == ["The user plays the violin."]
+    assert await stored(db) == ["The user plays the violin."]
+
+
+async def test_read_only_server_offers_no_writes(db: Path) -> None:
+    async with SQLiteStore(db) as store:
+        await store.add("The user is vegetarian.")
+    before = db.read_bytes()
+    async with connected(stdio_client("--db", str(db), "--read-only")) as client:
+        await assert_offers_the_managers_tools(client, db)
+        assert [t.name for t in (await client.list_tools()).tools] == ["search_memory"]
+        with pytest.raises(MCPError, match="unknown tool 'add_memory'"):
+            await client.call_tool("add_memory", {"entries": ["The user eats meat."]})
+        assert await contents(client, "vegetarian") == ["The user is vegetarian."]
+    assert db.read_bytes() == before
+
+
+# A server whose files may not grow past LIMIT bytes: a real write failure (EFBIG) on demand.
+LIMIT = 4 * 1024 * 1024
+FILE_SIZE_LIMIT = f"""\
+import resource, runpy, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, ({LIMIT}, {LIMIT}))
+sys.argv[0] = "agentrecall"
+runpy.run_module("agentrecall", run_name="__main__")
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "setrlimit") and sys.platform == "win32", reason="POSIX")
+async def test_a_failing_store_is_a_tool_error_and_the_server_goes_on(db: Path) -> None:
+    huge = "word " * (LIMIT // 4)  # more than the file may grow by
+    async with connected(stdio_client("--db", str(db), wrapper=FILE_SIZE_LIMIT)) as client:
+        await call(client, "add_memory", {"entries": ["The user's cat is called Miso."]})
+        message = await tool_error(client, "add_memory", {"entries": [huge]})
+        assert "failed to add 1 of 1 entries" in message
+        assert str(db) in message
+        assert await contents(client, "cat") == ["The user's cat is called Miso."]
+        await call(client, "add_memory", {"entries": ["The user works nights."]})
+    assert await stored(db) == ["The user works nights.", "The user's cat is called Miso."]
+
+
+def test_a_corrupt_database_stops_the_server_before_it_serves(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db.write_bytes(b"this is not a database, " * 200)
+    before = db.read_bytes()
+    assert main(["mcp", "--db", str(db)]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    [line] = err.splitlines()
+    assert line.startswith("agentrecall: error: ") and str(db) in line
+    assert db.read_bytes() == before
+
+
+async def test_scopes_keep_two_users_apart_on_one_database(db: Path) -> None:
+    alice = stdio_client("--db", str(db), "--user-id", "alice")
+    bob = stdio_client("--db", str(db), "--user-id", "bob")
+    async with connected(alice), connected(bob):
+        await call(alice, "add_memory", {"entries": ["My dog is named Biscuit."]})
+        await call(bob, "add_memory", {"entries": ["My dog is named Rex."]})
+        assert await contents(alice, "dog") == ["My dog is named Biscuit."]
+        assert await contents(bob, "dog") == ["My dog is named Rex."]
+    async with SQLiteStore(db, writable=False) as store:
+        alices = await store.scope(user_id="alice").list()
+    assert [record.content for record in alices] == ["My dog is named Biscuit."]
+
+
+def test_scope_flags_need_a_store_with_scopes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "memory.json"
+    assert main(["mcp", "--path", str(path), "--user-id", "alice"]) == 1
+    [line] = capsys.readouterr().err.splitlines()
+    assert "--user-id" in line and "has no scopes" in line
+    assert not path.exists()
+
+
+def test_without_the_sdk_the_command_names_the_extra(db: Path) -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['mcp'] = None  # as if the mcp package were not installed\n"
+        "from agentrecall.cli import main\n"
+        f"sys.exit(main(['mcp', '--db', {str(db)!r}]))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=TIMEOUT
+    )
+    assert result.returncode == 1
+    [line] = result.stderr.splitlines()
+    assert line.startswith("agentrecall: error: ")
+    assert "pip install 'agentrecall[mcp]'" in line
+    assert not db.exists()
+
+
+def jsonrpc(*messages: dict[str, Any]) -> str:
+    return "".join(json.dumps({"jsonrpc": "2.0", **m}) + "\n" for m in messages)
+
+
+async def test_stdio_server_ends_when_its_client_leaves_mid_call(db: Path) -> None:
+    entries = [f"Fact number {i} about the user." for i in range(10_000)]
+    handshake = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"},
+    }
+    add = {"name": "add_memory", "arguments": {"entries": entries}}
+    messages = jsonrpc(
+        {"id": 1, "method": "initialize", "params": handshake},
+        {"method": "notifications/initialized"},
+        {"id": 2, "method": "tools/call", "params": add},
+    )
+    # The client writes its call and goes away at once: stdin closes while the call runs.
+    with anyio.fail_after(TIMEOUT):
+        result = await anyio.run_process(
+            server_command("--db", str(db)), input=messages.encode(), check=False
+        )
+    assert result.returncode == 0, result.stderr
+    assert len(await stored(db)) in (0, len(entries))  # one batch, one transaction: all or nothing
+
+
+# HTTP -------------------------------------------------------------------------------------
+
+
+@dataclass
+class HttpServer:
+    process: subprocess.Popen[str]
+    db: Path
+    url: str
+    stderr: str
+
+
+def read_until(process: subprocess.Popen[str], pattern: re.Pattern[str]) -> tuple[str, str]:
+    """Read the server's stderr until a line matches; return the match's group and the text."""
+    assert process.stderr is not None
+    text = ""
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stderr, selectors.EVENT_READ)
+        while True:
+            assert selector.select(TIMEOUT), f"no {pattern.pattern!r} on stderr: {text}"
+            line = process.stderr.readline()
+            assert line, f"the server ended: {text}"
+            text += line
+            found = pattern.search(line)
+            if found:
+                return found.group(1), text
+
+
+@pytest.fixture(scope="module")
+def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
+    """One server for the HTTP tests, which each use words of their own."""
+    db = tmp_path_factory.mktemp("http") / "memory.db"
+    yield from start_http(db, "--token", TOKEN, "--allow-forget")
+
+
+def start_http(db: Path, *flags: str, env: dict[str, str] | None = None) -> Iterator[HttpServer]:
+    command = server_command("--http", "--port", "0", "--db", str(db), *flags)
+    environment = {k: v for k, v in os.environ.items() if k != "AGENTRECALL_MCP_TOKEN"}
+    environment.update(env or {})
+    process = subprocess.Popen(
+        command, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environment
+    )
+    try:
+        url, text = read_until(process, URL)
+        yield HttpServer(process, db, url, text)
+    finally:
+        process.terminate()
+        process.wait(TIMEOUT)
+        assert process.stderr is not None
+        process.stderr.close()
+
+
+def http_client(
+    url: str, token: str | None = TOKEN, **options: Any
+) -> tuple[httpx2.AsyncClient, Client]:
+    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+    http = httpx2.AsyncClient(headers=headers, timeout=TIMEOUT, **options)
+    return http, Client(streamable_http_client(url, http_client=http), read_timeout_seconds=TIMEOUT)
+
+
+@asynccontextmanager
+async def http_session(
+    url: str, token: str | None = TOKEN, **options: Any
+) -> AsyncIterator[Client]:
+    http, client = http_client(url, token, **options)
+    async with http, connected(client):
+        yield client
+
+
+async def test_http_lists_adds_searches_and_forgets(http_server: HttpServer) -> None:
+    async with http_session(http_server.url) as client:
+        expected_names = ["search_memory", "add_memory", "forget_memory"]
+        assert [t.name for t in (await client.list_tools()).tools] == expected_names
+        await call(client, "add_memory", {"entries": ["The user is learning Japanese."]})
+        [hit] = await call(client, "search_memory", {"query": "Japanese"})
+        assert await call(client, "forget_memory", {"ids": [hit["id"]]}) == {"deleted": 1}
+        assert await tool_error(client, "search_memory", {"query": None})
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [
+        None,
+        "",
+        "Bearer wrong-token",
+        f"Bearer {TOKEN}x",
+        f"bearer {TOKEN}",
+        TOKEN,
+        f"Basic {TOKEN}",
+    ],
+)
+async def test_http_refuses_a_wrong_or_missing_token_before_any_tool_runs(
+    http_server: HttpServer, authorization: str | None
+) -> None:
+    headers = {} if authorization is None else {"Authorization": authorization}
+    call_add = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "add_memory", "arguments": {"entries": ["Intruder was here."]}},
+    }
+    async with httpx2.AsyncClient(timeout=TIMEOUT) as http:
+        for method, path in (("POST", "/mcp"), ("GET", "/mcp"), ("GET", "/"), ("DELETE", "/mcp")):
+            response = await http.request(
+                method,
+                http_server.url.replace("/mcp", path),
+                json=call_add if method == "POST" else None,
+                headers={**headers, "Accept": "application/json, text/event-stream"},
+            )
+            assert response.status_code == 401, (method, path)
+            assert response.headers["www-authenticate"] == "Bearer"
+    assert not [c for c in await stored(http_server.db) if "Intruder" in c]
+
+
+@pytest.mark.parametrize("token", [None, "wrong-token"])
+async def test_http_sdk_client_without_the_token_gets_nowhere(
+    http_server: HttpServer, token: str | None
+) -> None:
+    statuses: list[int] = []
+
+    async def record(response: httpx2.Response) -> None:
+        statuses.append(response.status_code)
+
+    with pytest.raises(Exception):  # noqa: B017  (the SDK reports the 401 in its own way)
+        async with http_session(http_server.url, token, event_hooks={"response": [record]}):
+            pass
+    assert statuses and set(statuses) == {401}
+    async with http_session(http_server.url) as client:
+        assert await contents(client, "anything") == []  # the server answers those with it
+
+
+async def test_http_serves_two_clients_at_once(http_server: HttpServer) -> None:
+    async def work(client: Client, who: str) -> None:
+        for i in range(5):
+            await call(client, "add_memory", {"entries": [f"{who} fact {i} zebra"]})
+            assert await call(client, "search_memory", {"query": "zebra"})
+
+    async with http_session(http_server.url) as one, http_session(http_server.url) as two:
+        async with anyio.create_task_group() as group:
+            group.start_soon(work, one, "first")
+            group.start_soon(work, two, "second")
+    expected = sorted(f"{who} fact {i} zebra" for who in ("first", "second") for i in range(5))
+    assert [c for c in await stored(http_server.db) if "zebra" in c] == expected
+
+
+async def test_http_client_that_leaves_mid_call_does_not_stop_the_server(
+    http_server: HttpServer,
+) -> None:
+    entries = [f"Bulk fact {i} about the user." for i in range(20_000)]
+    answering = anyio.Event()
+
+    async def on_response(response: httpx2.Response) -> None:
+        # The server answers a call's POST with the headers of its event stream as it starts
+        # the tool, before the result: the moment to leave.
+        if b"tools/call" in response.request.content:
+            answering.set()
+
+    async with http_session(http_server.url) as other:
+        await call(other, "add_memory", {"entries": ["The user's name is Kim."]})
+        leaving = http_client(http_server.url, event_hooks={"response": [on_response]})
+        async with anyio.create_task_group() as group:
+
+            async def leave_mid_call() -> None:
+                http, client = leaving
+                async with http, connected(client):
+                    group.start_soon(client.call_tool, "add_memory", {"entries": entries})
+                    with anyio.fail_after(TIMEOUT):
+                        await answering.wait()
+                    group.cancel_scope.cancel()
+
+            group.start_soon(leave_mid_call)
+        assert await contents(other, "Kim") == ["The user's name is Kim."]
+        async with http_session(http_server.url) as newcomer:
+            assert await contents(newcomer, "Kim") == ["The user's name is Kim."]
+    assert http_server.process.poll() is None
+    bulk = [c for c in await stored(http_server.db) if c.startswith("Bulk fact")]
+    assert len(bulk) in (0, len(entries))  # one batch, one transaction: all or nothing
+
+
+def test_http_generates_a_token_and_prints_it_once(tmp_path: Path) -> None:
+    token_line = re.compile(r"Bearer <token>'\): (\S+)")
+    for server in start_http(tmp_path / "gen.db"):
+        [token] = token_line.findall(server.stderr)
+
+        async def use(url: str, token: str) -> None:
+            async with http_session(url, token) as client:
+                await call(client, "add_memory", {"entries": ["The user's bike is red."]})
+
+        anyio.run(use, server.url, token)
+        assert server.stderr.count(token) == 1
+
+
+def test_http_takes_the_token_from_the_environment(tmp_path: Path) -> None:
+    for server in start_http(tmp_path / "env.db", env={"AGENTRECALL_MCP_TOKEN": "from-env"}):
+        assert "Bearer <token>" not in server.stderr
+
+        async def use(url: str) -> None:
+            async with http_session(url, "from-env") as client:
+                assert await contents(client, "anything") == []
+
+        anyio.run(use, server.url)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (("--host", "0.0.0.0", "--http"), "--allow-remote"),
+        (("--port", "9000"), "argument --port: only with --http"),
+        (("--token", "t"), "argument --token: only with --http"),
+        (("--http", "--port", "70000"), "argument --port"),
+        (("--read-only", "--allow-forget"), "not allowed with argument"),
+    ],
+)
+def test_usage_mistakes(
+    db: Path, capsys: pytest.CaptureFixture[str], flags: tuple[str, ...], message: str
+) -> None:
+    assert main(["mcp", "--db", str(db), *flags]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert message in err.splitlines()[-1]
+    assert not db.exists()
+
+
+@pytest.mark.parametrize("token", ["", "two words", "caf\u00e9"])
+def test_a_token_a_client_cannot_send_is_refused(
+    db: Path, capsys: pytest.CaptureFixture[str], token: str
+) -> None:
+    assert main(["mcp", "--db", str(db), "--http", "--token", token]) == 1
+    [line] = capsys.readouterr().err.splitlines()
+    assert "--token: a bearer token must be" in line
+    assert not db.exists()
