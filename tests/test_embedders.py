@@ -183,6 +183,7 @@ class BlankId:
         ("LocalEmbedder", "got str"),
         (NoEmbed(), "it has no embed"),
         (BlankId(), "non-blank string"),
+        (LocalEmbedder, r"got the class LocalEmbedder: pass LocalEmbedder\(...\)"),
     ],
 )
 def test_unusable_values_are_refused(value: object, problem: str) -> None:

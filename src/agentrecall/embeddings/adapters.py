@@ -127,6 +127,11 @@ def embedder_from(value: object) -> Embedder:
             dimension: the message shows how to wrap it in :class:`CallableEmbedder`), lacks
             part of the protocol, or has an unusable ``model_id``.
     """
+    if isinstance(value, type):
+        raise InvalidArgumentError(
+            f"embedder must be an instance, got the class {value.__name__}: "
+            f"pass {value.__name__}(...)"
+        )
     missing = [name for name in _PROTOCOL if not _has(value, name)]
     if not missing and callable(getattr(value, "embed", None)):
         model_id = getattr(value, "model_id", None)
