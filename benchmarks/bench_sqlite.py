@@ -74,7 +74,7 @@ import filtered_search
 from bench_import_floor import prepared_rows, sqlite_rate
 from corpus import SIZES, corpus, query_sample
 from strands.vended_memory_stores import TestMemoryStore
-from timing import ms, percentile, time_adds
+from timing import ms, peak_rss_mb, percentile, time_adds
 
 from agentrecall import JsonFileStore, SQLiteStore
 
@@ -118,19 +118,6 @@ async def time_searches(store: Any, questions: list[str], warmup: list[str]) -> 
         await store.search(question, OPTIONS)
         timings.append(time.perf_counter() - began)
     return timings
-
-
-def peak_rss_mb() -> float:
-    """Return this process's own peak resident set size in MB (``VmHWM``).
-
-    Not ``ru_maxrss``: Linux carries that across ``exec``, so a child started by a large
-    parent reports the parent's size (the previous figures of this benchmark did).
-    """
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024  # kB
-    raise RuntimeError("no VmHWM in /proc/self/status")
 
 
 def search_child(path: str) -> None:

@@ -29,3 +29,16 @@ async def time_adds(
         await store.add(content, metadata)
         timings.append(time.perf_counter() - began)
     return timings[warmup:]
+
+
+def peak_rss_mb() -> float:
+    """Return this process's own peak resident set size in MB (``VmHWM``).
+
+    Not ``ru_maxrss``: Linux carries that across ``exec``, so a child started by a large
+    parent reports the parent's size (the previous figures of this benchmark did).
+    """
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024  # kB
+    raise RuntimeError("no VmHWM in /proc/self/status")

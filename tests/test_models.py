@@ -12,10 +12,10 @@ from datetime import datetime, timezone
 
 import pytest
 
+from agentrecall._internal.retry import RetryPolicy, is_retryable_status, parse_retry_after
 from agentrecall.errors import AgentRecallError, InvalidArgumentError, ModelError
 from agentrecall.models import ChatModel, OpenAICompatibleModel
 from agentrecall.models.openai_wire import completion_text, request_body, to_openai_message
-from agentrecall.models.retry import RetryPolicy, is_retryable_status, parse_retry_after
 from agentrecall.testing import ChatServer, Reply
 
 

@@ -43,3 +43,23 @@ def test_import_needs_the_standard_library_only() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_embedders_are_exported_and_cost_nothing_until_created() -> None:
+    code = (
+        "import sys\n"
+        "before = set(sys.modules)\n"
+        "import agentrecall, agentrecall.embeddings, agentrecall.testing\n"
+        "from agentrecall import CallableEmbedder, Embedder, LocalEmbedder\n"
+        "from agentrecall import OpenAICompatibleEmbedder\n"
+        "from agentrecall.embeddings import embed_checked, embedder_from\n"
+        "new = {m.split('.')[0] for m in set(sys.modules) - before}\n"
+        "print(sorted(new - set(sys.stdlib_module_names) - {'agentrecall'}))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"
+    for name in ("CallableEmbedder", "Embedder", "LocalEmbedder", "OpenAICompatibleEmbedder"):
+        assert name in agentrecall.__all__
+        assert getattr(agentrecall, name) is getattr(agentrecall.embeddings, name)

@@ -356,7 +356,7 @@ async def test_search_options_and_settings_are_checked(path: Path) -> None:
         SQLiteStore(path, search_mode="hybrid")
     with pytest.raises(InvalidArgumentError, match="search_mode must be one of"):
         SQLiteStore(path, embedder=embedder(), search_mode="exact")
-    with pytest.raises(InvalidArgumentError, match="embedder must have model_id"):
+    with pytest.raises(InvalidArgumentError, match="embedder must be an Embedder"):
         SQLiteStore(path, embedder=object())  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="session_key"):
         SQLiteStore(path, session_key="")

@@ -4,12 +4,20 @@ Long-term memory stores that keep facts and recall them for a query. ``JsonFileS
 exported as ``TestMemoryStore``) reads and writes the Strands Agents memory file format.
 ``BufferMemory`` keeps each session's conversation, trimmed to fit the model.
 ``MemoryManager`` puts stores to work in any agent loop: memory tools for the model, recalled
-memories folded into its input, facts extracted from the conversation.
+memories folded into its input, facts extracted from the conversation. ``LocalEmbedder``,
+``OpenAICompatibleEmbedder`` and ``CallableEmbedder`` turn texts into vectors for recall by
+meaning.
 ``import agentrecall`` needs the standard library only.
 """
 
 from agentrecall.conversation.buffer import BufferEntry, BufferMemory, BufferMetadata
 from agentrecall.conversation.tokens import estimate_tokens, tiktoken_counter
+from agentrecall.embeddings import (
+    CallableEmbedder,
+    Embedder,
+    LocalEmbedder,
+    OpenAICompatibleEmbedder,
+)
 from agentrecall.errors import (
     AgentRecallError,
     AggregateMemoryError,
@@ -48,8 +56,10 @@ __all__ = [
     "BufferEntry",
     "BufferMemory",
     "BufferMetadata",
+    "CallableEmbedder",
     "Capability",
     "ChatModel",
+    "Embedder",
     "ExtractionConfig",
     "ExtractionResult",
     "InMemoryStorage",
@@ -59,6 +69,7 @@ __all__ = [
     "InvalidFileError",
     "InvocationTrigger",
     "JsonFileStore",
+    "LocalEmbedder",
     "LocalFileStorage",
     "MemoryEntry",
     "MemoryManager",
@@ -69,6 +80,7 @@ __all__ = [
     "MessageFilter",
     "ModelError",
     "ModelExtractor",
+    "OpenAICompatibleEmbedder",
     "OpenAICompatibleModel",
     "SQLiteStore",
     "SearchOptions",

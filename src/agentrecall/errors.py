@@ -5,8 +5,8 @@ Every exception raised on purpose derives from one root::
     AgentRecallError
     ├── StorageError            a backend's I/O failed (file, directory, database)
     ├── InvalidArgumentError    a call or a constructor got a value it cannot use (also ValueError)
-    ├── InvalidFileError        a store's file exists but cannot be used (also ValueError)
-    ├── ModelError              a chat model server refused, failed or could not be reached
+    ├── InvalidFileError        a store's or a model's file cannot be used (also ValueError)
+    ├── ModelError              a model (chat or embeddings) refused, failed or could not be reached
     └── AggregateMemoryError    several independent operations failed; ``errors`` holds each cause
 
 ``InvalidArgumentError`` and ``InvalidFileError`` also subclass ``ValueError`` because the
@@ -42,7 +42,7 @@ class InvalidArgumentError(AgentRecallError, ValueError):
 
 
 class InvalidFileError(AgentRecallError, ValueError):
-    """A store's backing file exists but cannot be used; it is never overwritten.
+    """A store's backing file, or a model file, exists but cannot be used; it is never overwritten.
 
     Attributes:
         path: the file, as the store addresses it.
@@ -54,7 +54,10 @@ class InvalidFileError(AgentRecallError, ValueError):
 
 
 class ModelError(AgentRecallError):
-    """A chat model call failed: an error status, an unusable reply, or no connection.
+    """A model call failed: an error status, an unusable reply, or no connection.
+
+    Raised for chat models and for embedders (a server's answer, or the vectors an embedding
+    function returned).
 
     Attributes:
         status_code: the HTTP status the server answered with, ``None`` when no answer came.

@@ -29,6 +29,14 @@ class Embedder(Protocol):
     * It is called from a store's worker thread, one call at a time per store, with batches of
       any size (an import passes thousands); split large batches inside if the model needs to.
     * Failures raise; a store reports them with the texts' count and the model id.
+    * Reading :attr:`model_id` is free. Reading :attr:`dimension` may cost one call to the
+      model, once, for an embedder that learns it from its first answer
+      (:class:`~agentrecall.embeddings.OpenAICompatibleEmbedder` without ``dimension=``):
+      read it where blocking is fine.
+
+    :func:`~agentrecall.embeddings.embedder_from` turns an ``embedder=`` argument into an
+    embedder or a clear error, and :func:`~agentrecall.embeddings.embed_checked` checks the
+    rows an embedder returns.
     """
 
     @property

@@ -8,45 +8,29 @@ Ollama, llama.cpp's server, LM Studio, LiteLLM. Needs ``httpx`` (``pip install
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import logging
-import math
-import ssl
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from agentrecall._internal.http import (
+    check_endpoint,
+    excerpt,
+    import_httpx,
+    retry_wait,
+    tls_context,
+    transport_errors,
+)
+from agentrecall._internal.retry import RetryPolicy
 from agentrecall.errors import InvalidArgumentError, ModelError
 from agentrecall.messages import Message, check_message
 from agentrecall.models.openai_wire import completion_text, request_body
-from agentrecall.models.retry import RetryPolicy, is_retryable_status, parse_retry_after
 
 if TYPE_CHECKING:
     import httpx
 
 logger = logging.getLogger(__name__)
-
-EXCERPT_CHARS = 500
-"""How much of a server's answer an error message quotes."""
-
-
-def _import_httpx() -> Any:
-    try:
-        import httpx
-    except ImportError as error:
-        raise ImportError(
-            "OpenAICompatibleModel needs httpx: pip install 'agentrecall[http]'"
-        ) from error
-    return httpx
-
-
-@functools.cache
-def _tls_context() -> ssl.SSLContext:
-    # Building a verifying TLS context reads the whole CA bundle (about 0.1 s); one context
-    # per process serves every client, as httpx recommends.
-    context: ssl.SSLContext = _import_httpx().create_ssl_context()
-    return context
 
 
 class OpenAICompatibleModel:
@@ -100,22 +84,8 @@ class OpenAICompatibleModel:
             ImportError: httpx is not installed.
             InvalidArgumentError: an argument has an unusable value (also a ``ValueError``).
         """
-        self._httpx = _import_httpx()
-        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-            raise InvalidArgumentError(
-                f"base_url must be an http:// or https:// URL, got {base_url!r}"
-            )
-        if not isinstance(model, str) or not model.strip():
-            raise InvalidArgumentError(f"model must be a non-blank string, got {model!r}")
-        if api_key is not None and not isinstance(api_key, str):
-            raise InvalidArgumentError("api_key must be a string or None")
-        if (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, (int, float))
-            or not math.isfinite(timeout)
-            or timeout <= 0
-        ):
-            raise InvalidArgumentError(f"timeout must be a number of seconds > 0, got {timeout!r}")
+        self._httpx = import_httpx("OpenAICompatibleModel")
+        check_endpoint(base_url, model, api_key, timeout)
         self._retry = RetryPolicy(
             max_retries=max_retries, initial_delay=retry_delay, max_delay=max_retry_delay
         )
@@ -149,38 +119,21 @@ class OpenAICompatibleModel:
             raise ModelError(
                 f"POST {self.url}: unusable reply: {error}",
                 status_code=response.status_code,
-                body=_excerpt(response.text),
+                body=excerpt(response.text),
             ) from error
 
     async def _send(self, content: bytes) -> httpx.Response:
         client = self._connect()
         retry = 0
         while True:
-            retry_after: float | None = None
             try:
                 response = await client.post(self.url, content=content)
-            except (
-                self._httpx.TimeoutException,
-                self._httpx.NetworkError,
-                self._httpx.RemoteProtocolError,
-            ) as error:
-                if retry >= self._retry.max_retries:
-                    raise ModelError(
-                        f"POST {self.url} failed after {retry + 1} attempt(s): "
-                        f"{type(error).__name__}: {error}"
-                    ) from error
-                problem = f"{type(error).__name__}: {error}"
+            except transport_errors(self._httpx) as error:
+                wait = retry_wait(self._retry, self.url, retry, logger, error=error)
             else:
                 if response.is_success:
                     return response
-                if not is_retryable_status(response.status_code) or (
-                    retry >= self._retry.max_retries
-                ):
-                    raise _status_error(self.url, response, retry + 1)
-                problem = f"status {response.status_code}"
-                retry_after = parse_retry_after(response.headers.get("retry-after"))
-            wait = self._retry.delay(retry, retry_after)
-            logger.warning("POST %s: %s; retrying in %.2f s", self.url, problem, wait)
+                wait = retry_wait(self._retry, self.url, retry, logger, response=response)
             await asyncio.sleep(wait)
             retry += 1
 
@@ -188,7 +141,7 @@ class OpenAICompatibleModel:
         if self._client is None:
             headers = {"Content-Type": "application/json", **self._headers}
             self._client = self._httpx.AsyncClient(
-                headers=headers, timeout=self._httpx.Timeout(self._timeout), verify=_tls_context()
+                headers=headers, timeout=self._httpx.Timeout(self._timeout), verify=tls_context()
             )
         return self._client
 
@@ -211,19 +164,3 @@ class OpenAICompatibleModel:
 
     def __repr__(self) -> str:
         return f"OpenAICompatibleModel({self.url!r}, {self.model!r})"
-
-
-def _status_error(url: str, response: httpx.Response, attempts: int) -> ModelError:
-    reason = response.reason_phrase or "error"
-    excerpt = _excerpt(response.text)
-    tries = f" after {attempts} attempts" if attempts > 1 else ""
-    return ModelError(
-        f"POST {url} returned {response.status_code} {reason}{tries}: {excerpt}",
-        status_code=response.status_code,
-        body=excerpt,
-    )
-
-
-def _excerpt(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= EXCERPT_CHARS else flat[:EXCERPT_CHARS] + "..."

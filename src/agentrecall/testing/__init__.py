@@ -1,8 +1,10 @@
 """Test helpers for code built on agentrecall: real components and deterministic fakes.
 
-* :class:`ChatServer`: an OpenAI-compatible chat completions server on 127.0.0.1 with
-  scripted replies, for testing :class:`~agentrecall.models.OpenAICompatibleModel` and agent
-  loops end to end over real HTTP.
+* :class:`ChatServer`: an OpenAI-compatible chat completions and embeddings server on
+  127.0.0.1 with scripted replies, for testing
+  :class:`~agentrecall.models.OpenAICompatibleModel`,
+  :class:`~agentrecall.embeddings.OpenAICompatibleEmbedder` and agent loops end to end over
+  real HTTP.
 * :class:`ScriptedChatModel`: a :class:`~agentrecall.models.ChatModel` that answers from a
   script in process, for tests that do not need HTTP.
 * :class:`HashEmbedder`: a deterministic :class:`~agentrecall.embeddings.Embedder` that

@@ -1,4 +1,4 @@
-"""A real HTTP server on 127.0.0.1 that speaks the OpenAI chat completions API from a script.
+"""A real HTTP server on 127.0.0.1 that speaks the OpenAI chat and embeddings APIs from a script.
 
 Tests (and examples) point :class:`~agentrecall.models.OpenAICompatibleModel`, or any other
 OpenAI-compatible client, at :attr:`ChatServer.base_url` and decide what each request gets
@@ -10,11 +10,14 @@ back::
         ...
         assert server.requests[0].messages[-1]["content"] == "Hi"
 
-Replies come first from the queue filled by :meth:`ChatServer.push`, then from the
-``responder`` callable, if any; a request with neither gets a 400 whose body says no reply was
-scripted. Every request is recorded, in arrival order, before it is answered. Only
-``POST <prefix>/chat/completions`` is served (prefix ``/v1`` by default); other paths get 404.
-The server uses the standard library only and serves each connection on its own thread.
+Replies come first from the queue filled by :meth:`ChatServer.push`, then, for an
+embeddings request, from the ``embedder`` (any :class:`~agentrecall.embeddings.Embedder`, such
+as :class:`~agentrecall.testing.HashEmbedder`), then from the ``responder`` callable, if any;
+a request with none of these gets a 400 whose body says no reply was scripted. One queue
+serves both endpoints, in arrival order. Every request is recorded, in arrival order, before
+it is answered. ``POST <prefix>/chat/completions`` and ``POST <prefix>/embeddings`` are served
+(prefix ``/v1`` by default); other paths get 404. The server uses the standard library only
+(an ``embedder`` brings what it needs) and serves each connection on its own thread.
 """
 
 from __future__ import annotations
@@ -26,11 +29,14 @@ import socket
 import sys
 import threading
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentrecall.embeddings.base import Embedder
 
 __all__ = ["ChatServer", "ReceivedRequest", "Reply"]
 
@@ -39,8 +45,9 @@ __all__ = ["ChatServer", "ReceivedRequest", "Reply"]
 class Reply:
     """One scripted answer.
 
-    Build it with :meth:`text`, :meth:`error`, :meth:`raw` or :meth:`disconnect`; a plain
-    ``str`` given to :meth:`ChatServer.push` or returned by a responder means ``Reply.text``.
+    Build it with :meth:`text`, :meth:`embeddings`, :meth:`error`, :meth:`raw` or
+    :meth:`disconnect`; a plain ``str`` given to :meth:`ChatServer.push` or returned by a
+    responder means ``Reply.text``.
 
     Attributes:
         status: the HTTP status.
@@ -64,6 +71,16 @@ class Reply:
     def text(cls, content: str, *, delay: float = 0.0) -> Reply:
         """A successful chat completion whose assistant message is ``content``."""
         return cls(content=content, delay=delay)
+
+    @classmethod
+    def embeddings(cls, vectors: Sequence[Sequence[float]], *, model: str = "scripted") -> Reply:
+        """A successful embeddings answer: ``vectors[i]`` is the embedding of input ``i``."""
+        data = [
+            {"object": "embedding", "index": index, "embedding": [float(x) for x in vector]}
+            for index, vector in enumerate(vectors)
+        ]
+        payload = {"object": "list", "data": data, "model": model, "usage": _NO_USAGE}
+        return cls(body=json.dumps(payload).encode())
 
     @classmethod
     def error(cls, status: int, message: str, *, headers: Mapping[str, str] | None = None) -> Reply:
@@ -120,6 +137,14 @@ class ReceivedRequest:
         return None
 
     @property
+    def inputs(self) -> list[str]:
+        """The texts of an embeddings request's ``input`` (one string counts as a list of one)."""
+        value = self.json.get("input") if isinstance(self.json, dict) else None
+        if isinstance(value, str):
+            return [value]
+        return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
+
+    @property
     def last_user_text(self) -> str | None:
         """The string content of the last ``user`` message, if there is one."""
         for message in reversed(self.messages):
@@ -129,25 +154,36 @@ class ReceivedRequest:
         return None
 
 
+_NO_USAGE = {"prompt_tokens": 0, "total_tokens": 0}
+
 Responder = Callable[[ReceivedRequest], "Reply | str"]
 """Computes the reply to a request that found the queue empty."""
 
 
 class ChatServer:
-    """An OpenAI-compatible chat completions server on a free port of 127.0.0.1.
+    """An OpenAI-compatible chat completions and embeddings server on a free port of 127.0.0.1.
 
     Use it as a context manager (or call :meth:`start` and :meth:`stop`). Thread-safe: the
     test pushes replies and reads requests while the server answers on its own threads.
     """
 
-    def __init__(self, *, responder: Responder | None = None, prefix: str = "/v1") -> None:
+    def __init__(
+        self,
+        *,
+        responder: Responder | None = None,
+        embedder: Embedder | None = None,
+        prefix: str = "/v1",
+    ) -> None:
         """Configure the server; nothing listens until :meth:`start`.
 
         Args:
-            responder: called with each request the queue has no reply for.
+            responder: called with each request the queue (and the embedder) has no reply for.
+            embedder: answers each embeddings request the queue has no reply for, with its
+                vectors for the request's ``input``.
             prefix: the path the API is served under; :attr:`base_url` ends with it.
         """
         self._responder = responder
+        self._embedder = embedder
         self._prefix = prefix.rstrip("/")
         self._lock = threading.Lock()
         self._queue: deque[Reply] = deque()
@@ -219,13 +255,17 @@ class ChatServer:
             scripted = self._queue.popleft() if self._queue else None
         if scripted is not None:
             return scripted
-        if self._responder is None:
-            number = len(self.requests)
-            return Reply.error(400, f"ChatServer: no reply scripted for request {number}")
+        embedder = self._embedder if request.path.endswith("/embeddings") else None
         try:
-            return _as_reply(self._responder(request))
+            if embedder is not None:
+                vectors = embedder.embed(request.inputs)
+                return Reply.embeddings(vectors.tolist(), model=embedder.model_id)
+            if self._responder is not None:
+                return _as_reply(self._responder(request))
         except Exception as error:  # a broken responder must still answer the client
             return Reply.error(500, f"ChatServer responder raised {error!r}")
+        number = len(self.requests)
+        return Reply.error(400, f"ChatServer: no reply scripted for request {number}")
 
     def _completion(self, request: ReceivedRequest, content: str) -> bytes:
         model = request.json.get("model") if isinstance(request.json, dict) else None
@@ -293,7 +333,8 @@ def _handler_class(server: ChatServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:  # noqa: N802 (the name http.server dispatches to)
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length)
-            if self.path != f"{server._prefix}/chat/completions":
+            served = (f"{server._prefix}/chat/completions", f"{server._prefix}/embeddings")
+            if self.path not in served:
                 self._send(404, json.dumps({"error": {"message": "not found"}}).encode(), {})
                 return
             try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from agentrecall.embeddings.adapters import embedder_from
 from agentrecall.embeddings.base import Embedder
 from agentrecall.errors import AgentRecallError, InvalidArgumentError, ModelError
 from agentrecall.stores.sqlite.vector_sql import PreparedVectors, VectorModel
@@ -39,11 +40,7 @@ def check_embedder(value: object) -> Embedder:
             are unusable.
     """
     require_numpy("an SQLiteStore with an embedder")
-    if not isinstance(value, Embedder):
-        raise InvalidArgumentError(
-            "embedder must have model_id, dimension and embed(texts) (see "
-            f"agentrecall.embeddings.Embedder), got {type(value).__name__}"
-        )
+    value = embedder_from(value)
     model_id, dimension = value.model_id, value.dimension
     if not isinstance(model_id, str) or not model_id.strip():
         raise InvalidArgumentError(

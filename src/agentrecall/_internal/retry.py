@@ -1,4 +1,4 @@
-"""When and how long to wait before retrying a model request. No I/O here."""
+"""When and how long to wait before retrying a request to a model server. No I/O here."""
 
 from __future__ import annotations
 
