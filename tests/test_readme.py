@@ -81,6 +81,11 @@ def buffer_memory(out: str, home: Path) -> None:
     assert out == "['user', 'assistant']\n"
 
 
+def meaning(out: str, home: Path) -> None:
+    content, _, score = out.strip().rpartition(" ")
+    assert content == "The user's favourite seat is by the window." and float(score) > 0.3
+
+
 def strands_manager(out: str, home: Path) -> None:
     assert out == ""
 
@@ -93,6 +98,7 @@ CHECKS: dict[str, Callable[[str, Path], None]] = {
     'notes = JsonFileStore(name="notes", path="notes.json")': json_store,
     'BufferMemory(max_messages=20, max_tokens=4000, path="conversations.db")': buffer_memory,
     "StrandsMemoryManager(stores=": strands_manager,
+    'SQLiteStore("meaning.db", embedder=LocalEmbedder())': meaning,
 }
 
 
@@ -187,3 +193,21 @@ def test_error_tree_matches_the_classes() -> None:
     assert names[0] == "AgentRecallError"
     for name in names[1:]:
         assert issubclass(getattr(errors, name), errors.AgentRecallError), name
+
+
+def test_mcp_client_block_starts_a_server(tmp_path: Path) -> None:
+    (config,) = blocks("json")
+    server = json.loads(config)["mcpServers"]["memory"]
+    assert server["command"] == "agentrecall"
+    environment = {**os.environ, **server["env"], "AGENTRECALL_HOME": str(tmp_path)}
+    # A stdio server whose client closes stdin at once serves nothing and exits cleanly.
+    done = subprocess.run(
+        [str(BIN / server["command"]), *server["args"]],
+        stdin=subprocess.DEVNULL,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
