@@ -11,14 +11,18 @@ a memory is either in the full-text index or listed in ``memories_unindexed``, n
 From migration 7 on, a memory's ``content_hash`` is its integer content key, or its 128-bit
 digest when another content of its scope holds that key (:mod:`agentrecall.stores.sqlite.dedup`).
 From migration 8 on, ``memory_tags`` holds the metadata values of exactly the memories in the
-full-text index.
+full-text index. From migration 9 on, the index stems words and reads CJK runs as pairs
+(:mod:`agentrecall.stores.sqlite.stemming`).
 """
 
 from __future__ import annotations
 
+from agentrecall._internal.sqlite import Migration
+from agentrecall.stores.sqlite.stemming import stemmed_index
+
 COMPONENT = "store"
 
-MIGRATIONS = [
+MIGRATIONS: list[Migration] = [
     """
     CREATE TABLE memories (
         seq INTEGER PRIMARY KEY,
@@ -277,4 +281,7 @@ MIGRATIONS = [
     END;
     CREATE INDEX memories_created ON memories (created_at);
     """,
+    # Porter stemming (``seats`` finds ``seat``) and CJK runs read as characters and pairs
+    # (``座位`` finds ``用户喜欢靠过道的座位``): every memory is indexed again, once.
+    stemmed_index,
 ]
