@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from conftest import LOCOMO_DEV
-from sqlite_checks import check_full_text_index, old_database
+from sqlite_checks import CHINESE, check_full_text_index, unstemmed_database
 
 from agentrecall import SQLiteStore
 from agentrecall.evaluation.locomo import load
@@ -24,7 +24,6 @@ from agentrecall.retrieval.cjk import cjk_terms
 from agentrecall.retrieval.keywords import index_text, keyword_terms
 from agentrecall.stores.sqlite import stemming
 
-CHINESE = "用户喜欢靠过道的座位"
 JAPANESE = "ユーザーは通路側の席が好きです"
 KOREAN = "사용자는 통로 좌석을 좋아합니다"
 
@@ -133,32 +132,18 @@ async def test_the_index_and_the_ranking_read_every_locomo_turn_alike(tmp_path: 
         assert Counter(keyword_terms(text)) == indexed, text
 
 
-def _version_8(db: sqlite3.Connection) -> None:
-    """Fill a database of schema 8 as agentrecall wrote it then: two indexed, one waiting."""
-    rows = [(1, "The user prefers an aisle seat"), (2, CHINESE), (3, "seats by the window")]
-    for seq, content in rows:
-        db.execute(
-            "INSERT INTO memories (seq, id, scope, content, content_hash, metadata, created_at) "
-            "VALUES (?, ?, 0, ?, ?, '{\"k\": 1}', '2025-01-01T00:00:00.000Z')",
-            (seq, f"id{seq}", content, seq),
-        )
-    db.executemany("INSERT INTO memories_fts (rowid, content, scope) VALUES (?, ?, 0)", rows[:2])
-    db.execute("INSERT INTO memory_tags (key, value, seq) VALUES ('k', 1, 1), ('k', 1, 2)")
-    db.execute("INSERT INTO memories_unindexed (seq) VALUES (3)")
-
-
 async def test_an_older_database_is_indexed_again_once(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = tmp_path / "m.db"
-    old_database(path, 8, _version_8)
+    unstemmed_database(path)
     store = SQLiteStore(path)
     reports: list[tuple[int, int]] = []
     try:
         with caplog.at_level(logging.INFO, logger=stemming.__name__):
             await store.setup(progress=lambda done, total: reports.append((done, total)))
             await store.setup(progress=lambda done, total: reports.append((done, total)))
-        assert reports == [(3, 3)]
+        assert reports == [(0, 3), (3, 3)]
         (record,) = caplog.records
         assert record.levelno == logging.INFO
         assert record.getMessage() == (
@@ -179,7 +164,7 @@ async def test_without_a_progress_callback_the_reindex_warns(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = tmp_path / "m.db"
-    old_database(path, 8, _version_8)
+    unstemmed_database(path)
     store = SQLiteStore(path)
     try:
         with caplog.at_level(logging.INFO, logger=stemming.__name__):

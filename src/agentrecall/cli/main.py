@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrecall import __version__
-from agentrecall.cli import opening, report
+from agentrecall.cli import opening, report, upgrading
 from agentrecall.cli.migrating import migrate_to
 from agentrecall.evaluation import locomo
 from agentrecall.migrate import store_kind
@@ -79,7 +79,9 @@ def _wants_json(arguments: list[str]) -> bool:
 def _run(command: Command, args: argparse.Namespace) -> int:
     # Closing the SyncStore closes an SQLite store's connection, which folds the WAL back into
     # the database file before the command returns, also when run in-process.
-    with SyncStore(opening.open_store(args, default=DEFAULT_STORE)) as memory:
+    store = opening.open_store(args, default=DEFAULT_STORE)
+    with SyncStore(store) as memory:
+        upgrading.prepare(store)
         return command(memory, args)
 
 

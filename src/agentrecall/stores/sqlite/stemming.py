@@ -60,21 +60,14 @@ def stemmed_index(db: sqlite3.Connection, path: str, progress: Progress | None) 
     """Migration 9: build the full-text index again, stemmed, with CJK runs as pairs.
 
     Memories waiting for the index (``memories_unindexed``) get their index text but stay
-    waiting. ``progress(done, total)`` is called after each chunk of memories. When there are
-    memories, the work is logged before it starts: at WARNING, or at INFO when ``progress`` is
-    given (the caller shows it).
+    waiting. ``progress(done, total)`` is called before the first chunk of memories and after
+    each. When there are memories, the work is logged before it starts: at WARNING, or at
+    INFO when ``progress`` is given (the caller shows it).
     """
     _script(db, _TABLES)
     total = db.execute("SELECT count(*) FROM memories").fetchone()[0]
     if total:
-        level = logging.WARNING if progress is None else logging.INFO
-        logger.log(
-            level,
-            "re-indexing %d memories of '%s' for stemmed search; this runs once",
-            total,
-            path,
-            extra={"agentrecall_reindex": path},
-        )
+        _announce(path, total, progress)
     done = last = 0
     select = "SELECT seq, content FROM memories WHERE seq > ? ORDER BY seq LIMIT ?"
     while rows := db.execute(select, (last, CHUNK)).fetchall():
@@ -83,6 +76,19 @@ def stemmed_index(db: sqlite3.Connection, path: str, progress: Progress | None) 
         if progress is not None:
             progress(done, total)
     _script(db, _TRIGGERS)
+
+
+def _announce(path: str, total: int, progress: Progress | None) -> None:
+    level = logging.WARNING if progress is None else logging.INFO
+    logger.log(
+        level,
+        "re-indexing %d memories of '%s' for stemmed search; this runs once",
+        total,
+        path,
+        extra={"agentrecall_reindex": path},
+    )
+    if progress is not None:
+        progress(0, total)
 
 
 def _index_chunk(db: sqlite3.Connection, rows: list[tuple[int, str]]) -> None:

@@ -78,8 +78,9 @@ class SQLiteStore:
       Chinese, Japanese or Korean characters is read as its characters and neighbouring
       pairs, so ``座位`` finds ``用户喜欢靠过道的座位`` and ``席`` finds ``通路側の席``. k1 0.9,
       b 0.25, chosen by cross-validation on LoCoMo (``benchmarks/results/bm25-tuning.md``).
-      Stop words are left out of queries. The index picks 100 candidates from a bounded number of postings, rare terms
-      first (common terms add only their newest, within the scope and filter), and those are
+      Stop words are left out of queries. The index picks 100 candidates from a bounded
+      number of postings, rare terms first (common terms add only their newest, within the
+      scope and filter), and those are
       ranked by exact BM25, so questions stay fast at millions of memories; on a small store
       the ranking is exact BM25. Ties go to the newer memory. ``_relevanceScore`` is the BM25
       score, higher is better. Term statistics (document frequencies, average length) are the
@@ -212,8 +213,8 @@ class SQLiteStore:
 
         A migration that indexes every memory again (the first open of a file written before
         stemmed search) logs that it starts, at WARNING, and calls ``progress(done, total)``
-        after each chunk of memories when given (then the log is at INFO: the caller shows
-        the progress). At a million memories it takes tens of seconds, once.
+        as it starts and after each chunk of memories when given (then the log is at INFO:
+        the caller shows the progress). At a million memories it takes tens of seconds, once.
         """
         await self._offload(functools.partial(self._db.run, _nothing, progress=progress))
 
