@@ -26,8 +26,23 @@ _Y = ord("y")
 # A stem ending in a double letter loses one, unless it is a vowel (``y`` is not) or l, s, z.
 _KEPT_DOUBLES = (b"a", b"e", b"i", b"o", b"u", b"l", b"s", b"z")
 
-# (suffix, replacement), longest suffixes first: the first that matches is the longest.
-_STEP_2 = sorted(
+Rules = dict[int, list[tuple[bytes, bytes]]]
+"""A step's (suffix, replacement) rules by the second-last byte of the suffix, longest first."""
+
+
+def _by_second_last(rules: list[tuple[bytes, bytes]]) -> Rules:
+    """Group ``rules`` as FTS5 does: a word only ends in the suffixes of its second-last byte.
+
+    Every suffix has two bytes or more, so one lookup leaves at most five to try; longest
+    first, so the first that matches is the longest.
+    """
+    table: Rules = {}
+    for suffix, replacement in sorted(rules, key=lambda rule: -len(rule[0])):
+        table.setdefault(suffix[-2], []).append((suffix, replacement))
+    return table
+
+
+_STEP_2 = _by_second_last(
     [
         (b"ational", b"ate"), (b"tional", b"tion"), (b"enci", b"ence"), (b"anci", b"ance"),
         (b"izer", b"ize"), (b"bli", b"ble"), (b"alli", b"al"), (b"entli", b"ent"),
@@ -35,22 +50,22 @@ _STEP_2 = sorted(
         (b"ator", b"ate"), (b"alism", b"al"), (b"iveness", b"ive"), (b"fulness", b"ful"),
         (b"ousness", b"ous"), (b"aliti", b"al"), (b"iviti", b"ive"), (b"biliti", b"ble"),
         (b"logi", b"log"),
-    ],
-    key=lambda rule: -len(rule[0]),
+    ]
 )  # fmt: skip
-_STEP_3 = sorted(
+_STEP_3 = _by_second_last(
     [
         (b"icate", b"ic"), (b"ative", b""), (b"alize", b"al"), (b"iciti", b"ic"),
         (b"ical", b"ic"), (b"ful", b""), (b"ness", b""),
-    ],
-    key=lambda rule: -len(rule[0]),
+    ]
 )  # fmt: skip
-_STEP_4 = sorted(
+_STEP_4 = _by_second_last(
     [
-        b"al", b"ance", b"ence", b"er", b"ic", b"able", b"ible", b"ant", b"ement", b"ment",
-        b"ent", b"ion", b"ou", b"ism", b"ate", b"iti", b"ous", b"ive", b"ize",
-    ],
-    key=lambda suffix: -len(suffix),
+        (suffix, b"")
+        for suffix in (
+            b"al", b"ance", b"ence", b"er", b"ic", b"able", b"ible", b"ant", b"ement", b"ment",
+            b"ent", b"ion", b"ou", b"ism", b"ate", b"iti", b"ous", b"ive", b"ize",
+        )
+    ]
 )  # fmt: skip
 
 SHORTEST = 3
@@ -92,8 +107,15 @@ def _consonants(word: bytes) -> list[bool]:
 
 def _measure(stem: bytes) -> int:
     """Return Porter's m: how many vowel-consonant sequences ``stem`` holds."""
-    flags = _consonants(stem)
-    return sum(1 for before, after in zip(flags, flags[1:], strict=False) if not before and after)
+    count = 0
+    vowel = False  # whether the byte before is a vowel
+    for index, byte in enumerate(stem):
+        # ``y`` is a vowel after a consonant, a consonant first or after a vowel.
+        now = byte in _VOWELS or (byte == _Y and index > 0 and not vowel)
+        if vowel and not now:
+            count += 1
+        vowel = now
+    return count
 
 
 def _has_vowel(stem: bytes) -> bool:
@@ -142,23 +164,25 @@ def _tidy_1b(word: bytes) -> bytes:
     return word
 
 
-def _replace(word: bytes, rules: list[tuple[bytes, bytes]]) -> bytes:
+def _replace(word: bytes, rules: Rules) -> bytes:
     """Steps 2 and 3: replace the longest suffix of ``rules`` in ``word`` if its stem has m > 0."""
-    for suffix, replacement in rules:
-        if _takes(word, suffix):
-            stem = word[: -len(suffix)]
-            return stem + replacement if _measure(stem) > 0 else word
+    if len(word) > 2:
+        for suffix, replacement in rules.get(word[-2], ()):
+            if word.endswith(suffix) and len(word) > len(suffix):
+                stem = word[: -len(suffix)]
+                return stem + replacement if _measure(stem) > 0 else word
     return word
 
 
 def _strip(word: bytes) -> bytes:
     """Step 4: drop the longest suffix of ``_STEP_4`` from a stem of m > 1 (``-ion`` after s, t)."""
-    for suffix in _STEP_4:
-        if _takes(word, suffix):
-            stem = word[: -len(suffix)]
-            if suffix == b"ion" and not stem.endswith((b"s", b"t")):
-                return word
-            return stem if _measure(stem) > 1 else word
+    if len(word) > 2:
+        for suffix, _ in _STEP_4.get(word[-2], ()):
+            if word.endswith(suffix) and len(word) > len(suffix):
+                stem = word[: -len(suffix)]
+                if suffix == b"ion" and not stem.endswith((b"s", b"t")):
+                    return word
+                return stem if _measure(stem) > 1 else word
     return word
 
 
