@@ -23,6 +23,7 @@ from agentrecall.evaluation.locomo import load
 from agentrecall.retrieval.cjk import cjk_terms
 from agentrecall.retrieval.keywords import index_text, keyword_terms
 from agentrecall.stores.sqlite import stemming
+from agentrecall.types import MemoryRecord
 
 JAPANESE = "ユーザーは通路側の席が好きです"
 KOREAN = "사용자는 통로 좌석을 좋아합니다"
@@ -91,6 +92,21 @@ async def test_mixed_cjk_and_latin_text_is_found_by_either(tmp_path: Path) -> No
         assert (await _ids_found(store, "手机"))[0] == phone
         store._db.run(check_full_text_index, write=True)
         assert await store.delete(phone or "")
+        store._db.run(check_full_text_index, write=True)
+    finally:
+        await store.aclose()
+
+
+async def test_imported_and_bulk_added_cjk_text_is_found(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "m.db")
+    try:
+        record = MemoryRecord(id="kept", content=JAPANESE, created_at="2025-01-01T00:00:00.000Z")
+        await store.import_records([record])
+        # Batches above 16 memories are indexed in their own transaction, not later.
+        bulk = await store.add_many([(f"{KOREAN} {i}", None) for i in range(20)])
+        assert await _ids_found(store, "席") == ["kept"]
+        found = await _ids_found(store, "좌석")
+        assert len(found) == 10 and set(found) <= {result.id for result in bulk}
         store._db.run(check_full_text_index, write=True)
     finally:
         await store.aclose()
