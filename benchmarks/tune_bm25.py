@@ -5,10 +5,10 @@ conversation is loaded into a fresh ``SQLiteStore`` as ``agentrecall eval locomo
 each question's candidates are taken from the store itself (a search for
 :data:`~agentrecall.stores.sqlite.query.CANDIDATES` hits returns all of them: which memories are
 candidates does not depend on k1 and b). Those candidates are then ranked with the store's own
-:func:`~agentrecall.stores.sqlite.query.bm25` and term weights at every point of the grid, and
-recall@10 of each ranking is scored with :func:`agentrecall.evaluation.locomo.score`. Before
-anything is reported, the ranking at the store's current k1 and b is checked to be exactly the
-store's own top 10 for every question.
+:func:`~agentrecall.stores.sqlite.query.bm25_of_counts` and term weights at every point of the
+grid, and recall@10 of each ranking is scored with :func:`agentrecall.evaluation.locomo.score`.
+Before anything is reported, the ranking at the store's current k1 and b is checked to be
+exactly the store's own top 10 for every question.
 
 Leave one conversation out: for each conversation, a grid point is chosen on the other two
 conversations' questions and measured on it. The choice follows the one-standard-error rule
@@ -216,9 +216,9 @@ def _report(
         f"{time.perf_counter() - started:.0f} s. Python {sys.version.split()[0]}.",
         f"* Data: `data/locomo/locomo-dev.json`, 3 conversations, {questions} questions "
         "(Maharana et al., ACL 2024, arXiv 2402.17753, CC BY-NC 4.0); nothing else is read.",
-        "* Ranking: the store's stemmed terms and candidates, reranked by the store's `bm25` "
-        f"at each point; at the store's k1 {current[0]}, b {current[1]} the rerank was checked "
-        "to equal the store's own top 10 for every question.",
+        "* Ranking: the store's stemmed terms and candidates, reranked by the store's "
+        f"`bm25_of_counts` at each point; at the store's k1 {current[0]}, b {current[1]} the "
+        "rerank was checked to equal the store's own top 10 for every question.",
         "* Method: `benchmarks/tune_bm25.py` (its docstring says how points are chosen).",
         "",
         "## Leave one conversation out",
