@@ -79,9 +79,8 @@ def _wants_json(arguments: list[str]) -> bool:
 def _run(command: Command, args: argparse.Namespace) -> int:
     # Closing the SyncStore closes an SQLite store's connection, which folds the WAL back into
     # the database file before the command returns, also when run in-process.
-    store = opening.open_store(args, default=DEFAULT_STORE)
-    with SyncStore(store) as memory:
-        upgrading.prepare(store)
+    with SyncStore(opening.open_store(args, default=DEFAULT_STORE)) as memory:
+        upgrading.prepare(memory)
         return command(memory, args)
 
 

@@ -8,27 +8,31 @@ is a terminal; a log or a pipe gets the note alone.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from typing import TextIO
 
+from agentrecall.cli.opening import size_of
 from agentrecall.cli.report import note
 from agentrecall.migrate import ProgressBar
-from agentrecall.stores.base import MemoryStore
 from agentrecall.stores.sqlite import SQLiteStore
+from agentrecall.sync import SyncStore
 
 
-def prepare(store: MemoryStore) -> None:
-    """Open ``store`` now when it is an SQLite file a command may change, showing its upgrade.
+def prepare(memory: SyncStore) -> None:
+    """Open the store now when it is an SQLite file with memories, showing any upgrade.
+
+    A new or empty file has nothing to upgrade, and is left for the command to create (or not,
+    when its arguments are refused).
 
     Raises:
         AgentRecallError: as :meth:`SQLiteStore.setup`, for a file that cannot be opened.
     """
-    if not isinstance(store, SQLiteStore) or not store.writable:
+    store = memory.store
+    if not isinstance(store, SQLiteStore) or not store.writable or not size_of(store.path):
         return
     shown = Reindexing(store.path, sys.stderr)
     try:
-        asyncio.run(store.setup(progress=shown))
+        memory.setup(progress=shown)
     finally:
         shown.close()
 
