@@ -14,6 +14,7 @@ words (``ガ`` and ``カ``), and would break Hangul syllables into their letters
 
 from __future__ import annotations
 
+import operator
 import re
 import unicodedata
 
@@ -48,6 +49,6 @@ def cjk_terms(run: str) -> list[str]:
     """
     terms: list[str] = []
     for part in _LETTERS.findall(unicodedata.normalize("NFKC", run)):
-        terms.extend(part)
-        terms.extend(part[i : i + 2] for i in range(len(part) - 1))
+        terms += part
+        terms += map(operator.add, part, part[1:])
     return terms
