@@ -57,7 +57,7 @@ RESULTS = Path(__file__).resolve().parent / "results" / "import-floor.md"
 BATCH = 50_000
 ADDS = 300
 CHUNK = 5_000
-TOKENIZER = "unicode61 remove_diacritics 2"
+TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 Row = tuple[str, str, int, str]
 

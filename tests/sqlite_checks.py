@@ -54,6 +54,29 @@ def check_metadata_index(db: sqlite3.Connection) -> None:
     assert set(listed) == expected
 
 
+CHINESE = "用户喜欢靠过道的座位"
+
+
+def unstemmed_database(path: Path) -> None:
+    """Create ``path`` as schema 8 left it, before stemming: three memories, the last waiting."""
+
+    def fill(db: sqlite3.Connection) -> None:
+        rows = [(1, "The user prefers an aisle seat"), (2, CHINESE), (3, "seats by the window")]
+        for seq, content in rows:
+            db.execute(
+                "INSERT INTO memories (seq, id, scope, content, content_hash, metadata, "
+                "created_at) VALUES (?, ?, 0, ?, ?, '{\"k\": 1}', '2025-01-01T00:00:00.000Z')",
+                (seq, f"id{seq}", content, seq),
+            )
+        db.executemany(
+            "INSERT INTO memories_fts (rowid, content, scope) VALUES (?, ?, 0)", rows[:2]
+        )
+        db.execute("INSERT INTO memory_tags (key, value, seq) VALUES ('k', 1, 1), ('k', 1, 2)")
+        db.execute("INSERT INTO memories_unindexed (seq) VALUES (3)")
+
+    old_database(path, 8, fill)
+
+
 def old_database(path: Path, version: int, fill: Callable[[sqlite3.Connection], object]) -> None:
     """Create ``path`` with the store's tables as schema ``version`` left them, filled by ``fill``.
 

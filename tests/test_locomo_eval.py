@@ -141,7 +141,8 @@ def test_sqlite_store_recall_on_the_locomo_dev_file(capsys: pytest.CaptureFixtur
     assert main(["eval", "locomo", str(DEV_FILE), "--store", "sqlite", "--json"]) == 0
     overall = json.loads(capsys.readouterr().out)[0]
     assert overall["group"] == "overall" and overall["questions"] == 495
-    assert overall["R@10"] >= 0.58
+    # Stemmed BM25 with the cross-validated k1 and b: 0.647 (unstemmed, k1 1.2, b 0.75: 0.591).
+    assert overall["R@10"] >= 0.64
 
 
 HASH = "agentrecall.testing:HashEmbedder"

@@ -24,6 +24,8 @@ from agentrecall.stores.sqlite.tables import index_unindexed
 WORDS = [
     "lake", "trip", "Lisbon", "café", "cafe", "naïve", "violin", "peanuts", "aisle", "seat",
     "the", "and", "of", "to", "Mia", "MIA", "über", "uber", "2024", "x1", "dance", "ship",
+    "seats", "dancing", "danced", "agreed", "agree", "was", "座位", "靠过道的座位", "席",
+    "通路側の席が好き", "좌석을", "좌석", "ｶﾞｲﾄﾞ", "ガイド", "iPhone手机",
 ]  # fmt: skip
 USERS = [None, "ana", "bob"]
 

@@ -83,9 +83,16 @@ async def test_ties_go_to_the_newer_memory(store: SQLiteStore) -> None:
     assert [h.content for h in await store.search("tea")] == ["tea two", "tea one"]
 
 
-def test_query_terms_fold_and_split_like_the_index() -> None:
-    assert query_terms("What did Caroline paint, the café?") == ["cafe", "caroline", "paint"]
-    assert query_terms("snake_case and Ünïcode") == ["case", "snake", "unicode"]
+def test_query_terms_fold_split_and_stem_like_the_index() -> None:
+    terms = {"cafe": "cafe", "caroline": "carolin", "paint": "paint"}
+    assert query_terms("What did Caroline paint, the café?") == terms
+    assert query_terms("snake_case and Ünïcode") == {
+        "case": "case",
+        "snake": "snake",
+        "unicode": "unicod",
+    }
+    # One word per term, the first in sort order; stop words go before stemming ("was": "wa").
+    assert query_terms("Painting was painted paints") == {"painted": "paint"}
     assert match_expression(['he"llo', "x"]) == 'content : ("he""llo" OR "x")'
     assert match_expression(["x"], [3, 17]) == 'content : ("x") AND scope : ("3" OR "17")'
 
@@ -124,7 +131,7 @@ def test_pipeline_chunks_cover_the_batch_and_grow_from_a_small_first(total: int)
 
 def test_a_batch_insert_takes_only_stored_timestamps_into_its_sql() -> None:
     sql = insert_statement(3, "ON CONFLICT DO NOTHING", ("2026-01-31T09:30:00.000Z", None, None))
-    assert "VALUES (?, 3, ?, ?, ?, '2026-01-31T09:30:00.000Z', NULL, NULL)" in sql
+    assert "VALUES (?, 3, ?, ?, ?, '2026-01-31T09:30:00.000Z', NULL, NULL, ?)" in sql
     with pytest.raises(ValueError, match="stored shape"):
         insert_statement(0, "", ("2026-01-31'); DROP TABLE memories; --", None, None))
 

@@ -203,9 +203,13 @@ class SyncStore:
         result: Versions = self._call("history", Capability.HISTORY, memory_id)
         return result
 
-    def setup(self) -> None:
-        """Run the store's ``setup()``; a store without one needs none, and nothing runs."""
-        self._prepare("setup")
+    def setup(self, *, progress: Callable[[int, int], None] | None = None) -> None:
+        """Run the store's ``setup()``; a store without one needs none, and nothing runs.
+
+        ``progress`` goes to the store's ``setup`` when given: ``SQLiteStore`` reports a
+        one-time re-index of an older file to it (see :meth:`SQLiteStore.setup`).
+        """
+        self._prepare("setup", **({} if progress is None else {"progress": progress}))
 
     def initialize(self) -> None:
         """Run the store's ``initialize()``, which the Strands protocol makes optional."""
@@ -268,10 +272,10 @@ class SyncStore:
     def _call(self, method: str, capability: Capability | None, *args: Any, **kwargs: Any) -> Any:
         return self._run(self.store, self._method(method, capability)(*args, **kwargs))
 
-    def _prepare(self, method: str) -> None:
+    def _prepare(self, method: str, **options: Any) -> None:
         prepare = getattr(self.store, method, None)
         if prepare is not None:
-            self._run(self.store, prepare())
+            self._run(self.store, prepare(**options))
 
     def _method(self, method: str, capability: Capability | None) -> Any:
         function = getattr(self.store, method, None)

@@ -2,7 +2,9 @@
 
 Every agentrecall component that keeps data in SQLite goes through :class:`Database`, so they
 share one discipline and may share one file: each component records its schema version in the
-``agentrecall_schema`` table and applies its own append-only migrations.
+``agentrecall_schema`` table and applies its own append-only migrations. A migration is an SQL
+script, or a :data:`MigrationStep` for work SQL alone cannot do (or that takes long enough to
+report its progress).
 """
 
 from __future__ import annotations
@@ -26,6 +28,19 @@ from agentrecall._internal.sqlite_errors import damaged, describe, is_damage, is
 from agentrecall.errors import StorageError
 
 T = TypeVar("T")
+
+Progress = Callable[[int, int], None]
+"""Called as ``progress(done, total)`` while a long migration step works."""
+
+MigrationStep = Callable[[sqlite3.Connection, str, Progress | None], None]
+"""A migration written in Python: ``step(connection, path, progress)``.
+
+It runs inside the migration's transaction and must neither commit nor roll back; ``path`` is
+the database file, for messages; ``progress`` is the caller's, or ``None`` when none was given
+(:meth:`Database.run`)."""
+
+Migration = str | MigrationStep
+"""One entry of a component's migrations: an SQL script or a :data:`MigrationStep`."""
 
 CACHE_KIB = 64 * 1024
 """Page cache per connection, in KiB."""
@@ -114,7 +129,7 @@ class Database:
         path: str,
         *,
         component: str,
-        migrations: Sequence[str],
+        migrations: Sequence[Migration],
         what: str = "database",
         busy_timeout: float = 30.0,
         functions: Mapping[str, Callable[[str], bytes | int]] | None = None,
@@ -155,6 +170,7 @@ class Database:
         *,
         write: bool = False,
         durable: bool = True,
+        progress: Progress | None = None,
     ) -> T:
         """Run ``operation`` in one transaction and return its result.
 
@@ -162,11 +178,12 @@ class Database:
             operation: receives the connection; must not commit or roll back itself.
             write: take the write lock up front (``BEGIN IMMEDIATE``).
             durable: fsync the commit of a write.
+            progress: handed to the migration steps, should opening the file migrate it.
         """
         with self._lock:
             for attempt in range(_BUSY_RETRIES + 1):
                 try:
-                    db = self._connect_for(write)
+                    db = self._connect_for(write, progress)
                     return self._attempt(db, operation, write=write, durable=durable)
                 except sqlite3.OperationalError as error:
                     if not _is_busy(error) or attempt == _BUSY_RETRIES:
@@ -176,10 +193,10 @@ class Database:
                     raise self._failure(error) from error
         raise AssertionError("unreachable: the loop returns or raises")
 
-    def _connect_for(self, write: bool) -> sqlite3.Connection:
+    def _connect_for(self, write: bool, progress: Progress | None) -> sqlite3.Connection:
         if self._stand_in and not _absent(self.path):
             self._close(tidy=False)  # the file has appeared since: read it
-        db = self._connection or self._open()
+        db = self._connection or self._open(progress)
         if write:
             self._refuse_if_damaged(db)
         return db
@@ -316,7 +333,7 @@ class Database:
             self._connection = None
         _OPEN.discard(self)
 
-    def _open(self) -> sqlite3.Connection:
+    def _open(self, progress: Progress | None) -> sqlite3.Connection:
         if self._readonly and _absent(self.path):
             return self._open_stand_in()
         if not self._readonly:
@@ -331,7 +348,7 @@ class Database:
             self._configure(db)
             if version < len(self._migrations):
                 self._refuse_if_damaged(db)
-                if self._migrate(db) == 0 and empty:
+                if self._migrate(db, progress) == 0 and empty:
                     _log_adopted(self.path, self._what)
         except BaseException:
             db.close()
@@ -341,7 +358,7 @@ class Database:
     def _open_stand_in(self) -> sqlite3.Connection:
         db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         self._add_functions(db)
-        self._migrate(db)
+        self._migrate(db, None)
         self._stand_in = True
         return self._opened(db)
 
@@ -433,7 +450,7 @@ class Database:
                 f"once with write access to upgrade it"
             )
 
-    def _migrate(self, db: sqlite3.Connection) -> int:
+    def _migrate(self, db: sqlite3.Connection, progress: Progress | None) -> int:
         """Bring the component's tables to the latest version; return the version found."""
         latest = len(self._migrations)
         with transaction(db, write=True):
@@ -447,8 +464,11 @@ class Database:
             ).fetchone()
             version = 0 if row is None else row[0]
             self._check_version(version)
-            for step in range(version, latest):
-                for statement in _statements(self._migrations[step]):
+            for migration in self._migrations[version:]:
+                if callable(migration):
+                    migration(db, self.path, progress)
+                    continue
+                for statement in split_statements(migration):
                     db.execute(statement)
             db.execute(
                 "INSERT INTO agentrecall_schema (component, version) VALUES (?, ?) "
@@ -495,7 +515,7 @@ def transaction(db: sqlite3.Connection, *, write: bool) -> Iterator[None]:
         raise
 
 
-def _statements(script: str) -> list[str]:
+def split_statements(script: str) -> list[str]:
     """Split a migration into statements, keeping trigger bodies (``BEGIN ... END;``) whole."""
     statements: list[str] = []
     pending = ""

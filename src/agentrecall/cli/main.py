@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrecall import __version__
-from agentrecall.cli import mcp_command, opening, report
+from agentrecall.cli import mcp_command, opening, report, upgrading
 from agentrecall.cli.embedding import LOCAL, embedder_named
 from agentrecall.cli.migrating import migrate_to
 from agentrecall.errors import InvalidArgumentError
@@ -84,6 +84,7 @@ def _run(command: Command, args: argparse.Namespace) -> int:
     # the database file before the command returns, also when run in-process.
     embedder = embedder_named(args.embedder) if hasattr(args, "embedder") else None
     with SyncStore(opening.open_store(args, default=DEFAULT_STORE, embedder=embedder)) as memory:
+        upgrading.prepare(memory)
         return command(memory, args)
 
 

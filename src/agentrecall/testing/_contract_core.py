@@ -59,7 +59,7 @@ class CoreContract(ContractBase):
         """Content equal once stripped returns the first id; the first metadata stays."""
         first = await store.add("Likes green tea", {"source": "first"})
         again = await store.add("  Likes green tea \n", {"source": "second"})
-        other = await store.add("Likes green teas")
+        other = await store.add("Likes green coffee")
         assert again.id == first.id and other.id != first.id
         hits = await store.search("tea")
         assert [hit.id for hit in hits] == [first.id]

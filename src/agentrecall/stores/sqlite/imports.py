@@ -19,6 +19,7 @@ from agentrecall._internal.jsonencode import compact_encoder
 from agentrecall._internal.jsonvalue import check_json_object
 from agentrecall._internal.sqlite import Database
 from agentrecall.errors import InvalidArgumentError
+from agentrecall.retrieval.keywords import index_text
 from agentrecall.stores.sqlite import vector_sql
 from agentrecall.stores.sqlite.dedup import insert_new
 from agentrecall.stores.sqlite.query import STORED_TIME, Scope, content_key
@@ -105,6 +106,7 @@ def import_row(index: int, record: MemoryRecord) -> ImportRow:
         record.created_at,
         record.updated_at,
         record.expires_at,
+        index_text(record.content),
     )
 
 

@@ -14,14 +14,18 @@ From migration 8 on, ``memory_tags`` holds the metadata values of exactly the me
 full-text index.
 From migration 9 on, a memory may have a vector in ``memory_vectors`` (see
 :mod:`agentrecall.stores.sqlite.vector_sql`), which goes with it when it is deleted or its content
-changes.
+changes. From migration 10 on, the index stems words and reads CJK runs as pairs
+(:mod:`agentrecall.stores.sqlite.stemming`).
 """
 
 from __future__ import annotations
 
+from agentrecall._internal.sqlite import Migration
+from agentrecall.stores.sqlite.stemming import stemmed_index
+
 COMPONENT = "store"
 
-MIGRATIONS = [
+MIGRATIONS: list[Migration] = [
     """
     CREATE TABLE memories (
         seq INTEGER PRIMARY KEY,
@@ -303,4 +307,7 @@ MIGRATIONS = [
         INSERT INTO memory_vector_log (seq) VALUES (old.seq);
     END;
     """,
+    # Porter stemming (``seats`` finds ``seat``) and CJK runs read as characters and pairs
+    # (``座位`` finds ``用户喜欢靠过道的座位``): every memory is indexed again, once.
+    stemmed_index,
 ]

@@ -14,10 +14,11 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentrecall._internal.sqlite import Database
+from agentrecall.retrieval.keywords import keyword_terms
 from agentrecall.stores.sqlite.candidates import Checks, candidates
 from agentrecall.stores.sqlite.narrowing import Narrowing
 from agentrecall.stores.sqlite.query import (
@@ -27,7 +28,6 @@ from agentrecall.stores.sqlite.query import (
     averages,
     bm25,
     estimate_df,
-    index_tokens,
     match_expression,
     plan_terms,
 )
@@ -52,7 +52,7 @@ UNINDEXED = (
 
 def ranked_search(
     database: Database,
-    terms: list[str],
+    terms: Mapping[str, str],
     limit: int,
     where: str,
     params: list[object],
@@ -63,6 +63,8 @@ def ranked_search(
 ) -> list[MemoryEntry]:
     """Pick candidates with the bounded plan of ``plan_terms``, then rank them by BM25.
 
+    ``terms`` are the query's, as :func:`~agentrecall.stores.sqlite.query.query_terms` gives
+    them: the full-text index is asked for each word, the rerank scores its term.
     ``where`` (over alias ``m``, with ``params``) selects the memories the search may return.
     A small scope still finds its own memories among many others: the scope narrows each
     term's postings inside the full-text index (which indexes scope numbers). ``filtered``
@@ -76,18 +78,18 @@ def ranked_search(
     def read(db: sqlite3.Connection) -> tuple[list[Any], dict[str, float], float, int]:
         record = db.execute("SELECT block FROM memories_fts_data WHERE id = 1").fetchone()
         total, tokens = averages(record[0] if record else None)
-        waiting, words, waiting_tokens = _unindexed(db, where, params)
+        waiting, held, waiting_tokens = _unindexed(db, where, params)
         total += len(waiting)
         tokens += waiting_tokens
         if not total:
             return [], {}, 0.0, 0
-        df, floors = _frequencies(db, terms, words)
+        df, floors = _frequencies(db, terms, held)
         plans = plan_terms(df, total)
         rows = [row[:4] for row in waiting if row[4]]
         if any(plan.postings != 0 for plan in plans):
             checks = Checks(where, params, filtered, narrowed, max(CANDIDATES, limit), limit)
             rows += candidates(db, plans, floors, scope, checks, total)
-        weights = {plan.term: plan.weight for plan in plans}
+        weights = {terms[plan.term]: plan.weight for plan in plans}
         return rows, weights, tokens / total, len(waiting)
 
     rows, weights, average_length, waiting = database.run(read)
@@ -108,34 +110,35 @@ def ranked_search(
 def _unindexed(
     db: sqlite3.Connection, where: str, params: list[object]
 ) -> tuple[list[Any], Counter[str], int]:
-    """Return the memories waiting for the index, how many hold each word, and their tokens.
+    """Return the memories waiting for the index, how many hold each term, and their terms.
 
     Each row is ``(seq, id, content, metadata, whether where holds)``.
     """
     rows = db.execute(UNINDEXED.format(where=where), params).fetchall()
-    tokenized = [index_tokens(row[2]) for row in rows]
-    words = Counter(word for tokens in tokenized for word in set(tokens))
-    return rows, words, sum(map(len, tokenized))
+    tokenized = [keyword_terms(row[2]) for row in rows]
+    held = Counter(term for terms in tokenized for term in set(terms))
+    return rows, held, sum(map(len, tokenized))
 
 
 def _frequencies(
-    db: sqlite3.Connection, terms: list[str], waiting: Counter[str]
+    db: sqlite3.Connection, terms: Mapping[str, str], waiting: Counter[str]
 ) -> tuple[dict[str, int], dict[str, int]]:
-    """Return how many memories hold each term, and the floors of the terms with many.
+    """Return how many memories hold each word's term, and the floors of the words with many.
 
-    A term's count is its indexed memories (estimated when common) and the ``waiting`` ones
-    holding it; its floor, when it has at least ``PROBE_POSTINGS`` postings, is the lowest
-    row id among its newest ``PROBE_POSTINGS``.
+    ``terms`` maps each query word to its term. A count is the indexed memories (estimated
+    when common) and the ``waiting`` ones holding the term; the floor, when there are at least
+    ``PROBE_POSTINGS`` postings, is the lowest row id among the newest ``PROBE_POSTINGS``.
+    Both are keyed by word.
     """
     # Two subqueries: min and max together in one SELECT would scan the table.
     first, last = db.execute(
         "SELECT (SELECT min(seq) FROM memories), (SELECT max(seq) FROM memories)"
     ).fetchone()
-    expressions = json.dumps([match_expression([term]) for term in terms])
+    expressions = json.dumps([match_expression([word]) for word in terms])
     probes = [json.loads(row[0]) for row in db.execute(PROBE, [expressions])]
     df, floors = {}, {}
-    for term, (newest, lowest) in zip(terms, probes, strict=True):
-        df[term] = estimate_df(newest, lowest, first or 0, last or 0) + waiting[term]
+    for (word, term), (newest, lowest) in zip(terms.items(), probes, strict=True):
+        df[word] = estimate_df(newest, lowest, first or 0, last or 0) + waiting[term]
         if newest >= PROBE_POSTINGS:
-            floors[term] = lowest
+            floors[word] = lowest
     return df, floors

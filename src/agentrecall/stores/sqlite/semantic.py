@@ -14,7 +14,7 @@ reading further down the ranking until enough pass.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +44,7 @@ numbers of every memory meeting them instead, and ranks only those."""
 class Request:
     """One search: what to look for, how many, under which conditions, in which mode."""
 
-    terms: list[str]
+    terms: Mapping[str, str]
     vector: Matrix | None
     limit: int
     where: str

@@ -24,7 +24,7 @@ from agentrecall._internal.checks import (
 )
 from agentrecall._internal.jsonvalue import check_json_object
 from agentrecall._internal.paths import default_store_path
-from agentrecall._internal.sqlite import Database
+from agentrecall._internal.sqlite import Database, Progress
 from agentrecall._internal.worker import Worker
 from agentrecall.embeddings.base import Embedder
 from agentrecall.errors import InvalidArgumentError
@@ -48,7 +48,6 @@ from agentrecall.types import AddResult, JsonObject, MemoryEntry, MemoryRecord, 
 
 T = TypeVar("T")
 
-Progress = Callable[[int, int], None]
 
 DEFAULT_MAX_SEARCH_RESULTS = 10
 
@@ -75,13 +74,18 @@ class SQLiteStore:
       of that batch.
     * Many processes may share the file (WAL); a busy database is waited for, never reported
       as locked. Construction does no I/O; :meth:`setup` (also run by the first call) creates
-      or migrates the tables.
+      or migrates the tables; the first open of a file written before stemmed search
+      indexes every memory again, once (:meth:`setup`).
     * Dedup: content equal to a memory of the same scope once both are stripped of outer
       whitespace returns that memory's id.
-    * Recall: BM25 over the memories' words (diacritics folded, so ``cafe`` finds ``café``;
-      a run of CJK characters is one word; k1 1.2, b 0.75). Stop words are left out of
-      queries. The index picks 100 candidates from a bounded number of postings, rare terms
-      first (common terms add only their newest, within the scope and filter), and those are
+    * Recall: BM25 over the memories' words, diacritics folded (``cafe`` finds ``café``) and
+      stemmed (Porter: ``seats`` finds ``seat``, ``dancing`` finds ``danced``); a run of
+      Chinese, Japanese or Korean characters is read as its characters and neighbouring
+      pairs, so ``座位`` finds ``用户喜欢靠过道的座位`` and ``席`` finds ``通路側の席``. k1 0.9,
+      b 0.25, chosen by cross-validation on LoCoMo (``benchmarks/results/bm25-tuning.md``).
+      Stop words are left out of queries. The index picks 100 candidates from a bounded
+      number of postings, rare terms first (common terms add only their newest, within the
+      scope and filter), and those are
       ranked by exact BM25, so questions stay fast at millions of memories; on a small store
       the ranking is exact BM25. Ties go to the newer memory. ``_relevanceScore`` is the BM25
       score, higher is better. Term statistics (document frequencies, average length) are the
@@ -233,9 +237,15 @@ class SQLiteStore:
         view.name = name or f"{self._root_name}[{view._scope.label()}]"
         return view
 
-    async def setup(self) -> None:
-        """Create or migrate the tables now rather than on the first call (idempotent)."""
-        await self._offload(self._db.run, lambda db: None)
+    async def setup(self, *, progress: Progress | None = None) -> None:
+        """Create or migrate the tables now rather than on the first call (idempotent).
+
+        A migration that indexes every memory again (the first open of a file written before
+        stemmed search) logs that it starts, at WARNING, and calls ``progress(done, total)``
+        as it starts and after each chunk of memories when given (then the log is at INFO:
+        the caller shows the progress). At a million memories it takes tens of seconds, once.
+        """
+        await self._offload(functools.partial(self._db.run, _nothing, progress=progress))
 
     async def initialize(self) -> None:
         """Same as :meth:`setup`; the hook a memory manager calls before first use."""
@@ -654,3 +664,7 @@ class SQLiteStore:
     async def _write(self, transaction: Callable[..., T], *args: Any) -> T:
         """Run one of :mod:`.writes`' or :mod:`.imports`' transactions on this view's scope."""
         return await self._offload(transaction, self._db, self._scope, self._fsync, *args)
+
+
+def _nothing(db: sqlite3.Connection) -> None:
+    """A transaction that only opens the database (creating or migrating its tables)."""

@@ -18,6 +18,7 @@ from agentrecall._internal.ids import new_time_ordered_ids
 from agentrecall._internal.jsonencode import compact_encoder
 from agentrecall._internal.sqlite import Database
 from agentrecall.errors import InvalidArgumentError
+from agentrecall.retrieval.keywords import index_text
 from agentrecall.stores.sqlite import vector_sql
 from agentrecall.stores.sqlite.dedup import KEY_CHUNK, find_equal, free_key, insert_new
 from agentrecall.stores.sqlite.query import Scope, content_key
@@ -73,6 +74,7 @@ def add(
                 content,
                 content_key(content),
                 None if metadata is None else _encode(metadata),
+                index_text(content),
             )
             for memory_id, (content, metadata) in zip(ids, part, strict=True)
         ]
@@ -133,10 +135,11 @@ def update(
                     "duplicate it"
                 )
             key = free_key(connection, number, content, key, other_than=seq)
+        encoded = old_metadata if metadata is None else _encode(metadata)
         connection.execute(
-            "UPDATE memories SET content = ?, content_hash = ?, metadata = ?, "
+            "UPDATE memories SET content = ?, index_text = ?, content_hash = ?, metadata = ?, "
             "updated_at = ? WHERE seq = ?",
-            (new_content, key, old_metadata if metadata is None else _encode(metadata), now, seq),
+            (new_content, index_text(new_content), key, encoded, now, seq),
         )
         if vectors is not None and content is not None:
             vector_sql.claim(connection, vectors.model, vectors.path)

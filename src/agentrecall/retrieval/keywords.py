@@ -1,0 +1,72 @@
+"""The terms keyword search reads in a text, the same for a memory and for a query.
+
+This is how SQLite's FTS5 tokenizer ``porter unicode61 remove_diacritics 2`` reads text, so
+that a ranking computed in Python agrees with the full-text index:
+
+* words are runs of letters and digits (``_`` separates), lowercased, diacritics removed
+  (``café`` and ``cafe`` are one word), each reduced to its Porter stem
+  (:mod:`~agentrecall.retrieval.porter`: ``seats`` and ``seat`` are one term);
+* a run of Chinese, Japanese or Korean characters becomes its characters and its neighbouring
+  pairs (:mod:`~agentrecall.retrieval.cjk`). FTS5 cannot split such runs, so the index reads
+  :func:`index_text` in their place.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from agentrecall.retrieval.cjk import CJK_CHARACTERS, CJK_RUN, cjk_terms
+from agentrecall.retrieval.porter import stem
+
+_WORD = re.compile(r"[^\W_]+")
+_AROUND_RUNS = re.compile(f"([{CJK_CHARACTERS}]+)")
+
+
+def fold(text: str) -> str:
+    """Return ``text`` lowercased, with diacritics removed."""
+    lowered = text.lower()
+    if lowered.isascii():
+        # Nothing to decompose: most text, and the per-character pass below is most of the
+        # time of ranking a search's candidates.
+        return lowered
+    decomposed = unicodedata.normalize("NFKD", lowered)
+    return "".join(char for char in decomposed if not unicodedata.combining(char))
+
+
+def keyword_terms(text: str) -> list[str]:
+    """Return the terms of ``text``, in order, with repeats."""
+    if text.isascii():
+        return [stem(word) for word in _WORD.findall(text.lower())]
+    return [term for _, term in words(text)]
+
+
+def words(text: str) -> list[tuple[str, str]]:
+    """Return ``(word, term)`` for each term of ``text``, in order, with repeats.
+
+    ``word`` is what a full-text query asks for to find ``term``: the folded word the index
+    stems (a stem is not always its own stem), or the CJK character or pair itself.
+    """
+    found: list[tuple[str, str]] = []
+    for index, part in enumerate(_split(text)):
+        if index % 2:
+            found.extend((term, term) for term in cjk_terms(part))
+        else:
+            found.extend((word, stem(word)) for word in _WORD.findall(fold(part)))
+    return found
+
+
+def index_text(text: str) -> str | None:
+    """Return what the full-text index reads for ``text``: ``None`` when it is ``text`` itself.
+
+    Each run of CJK characters is replaced by its terms, apart, so that the index finds
+    exactly :func:`keyword_terms`; the rest is left to the index to read as it does.
+    """
+    if text.isascii() or CJK_RUN.search(text) is None:
+        return None
+    return CJK_RUN.sub(lambda run: f" {' '.join(cjk_terms(run[0]))} ", text)
+
+
+def _split(text: str) -> list[str]:
+    """Return ``text`` cut around its CJK runs: other text, a run, other text, and so on."""
+    return [text] if text.isascii() else _AROUND_RUNS.split(text)
