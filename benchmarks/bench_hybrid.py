@@ -39,7 +39,6 @@ import json
 import os
 import platform
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
@@ -49,7 +48,7 @@ from typing import Any
 import numpy
 from bench_sqlite import bulk_import, peak_rss_mb
 from corpus import corpus, query_sample
-from timing import ms, percentile
+from timing import ms, percentile, search_in_child
 
 from agentrecall import SQLiteStore
 from agentrecall.stores.sqlite.vector_index import PASS_ROWS, quantize
@@ -218,14 +217,7 @@ def bench_size(size: int, questions: list[str], warmup: list[str]) -> dict[str, 
         seconds = asyncio.run(_import(path, size, timed))
         with sqlite3.connect(path) as db:
             vectors = db.execute("SELECT count(*) FROM memory_vectors").fetchone()[0]
-        child = subprocess.run(
-            [sys.executable, __file__, "--search-child", path],
-            input=json.dumps({"questions": questions, "warmup": warmup}),
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        found = json.loads(child.stdout)
+        found = search_in_child(__file__, path, questions, warmup)
         found.update(size=size, rate=size / seconds, plain_rate=size / plain_seconds)
         # What the vectors cost the store itself, beyond the model: quantizing, the vector
         # rows, the check of the model (per memory, in microseconds).

@@ -61,7 +61,6 @@ import platform
 import random
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -74,7 +73,7 @@ import filtered_search
 from bench_import_floor import prepared_rows, sqlite_rate
 from corpus import SIZES, corpus, query_sample
 from strands.vended_memory_stores import TestMemoryStore
-from timing import ms, peak_rss_mb, percentile, time_adds
+from timing import ms, peak_rss_mb, percentile, search_in_child, time_adds
 
 from agentrecall import JsonFileStore, SQLiteStore
 
@@ -178,14 +177,7 @@ def bench_sqlite(size: int, questions: list[str], warmup: list[str]) -> dict[str
 
         spent, adds = asyncio.run(write())
         fast_adds = asyncio.run(write_fast())
-        child = subprocess.run(
-            [sys.executable, __file__, "--search-child", path],
-            input=json.dumps({"questions": questions, "warmup": warmup}),
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        found = json.loads(child.stdout)
+        found = search_in_child(__file__, path, questions, warmup)
         megabytes = os.path.getsize(path) / 1e6
 
         async def small_batches() -> float:

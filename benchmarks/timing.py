@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import math
+import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -42,3 +45,19 @@ def peak_rss_mb() -> float:
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024  # kB
     raise RuntimeError("no VmHWM in /proc/self/status")
+
+
+def search_in_child(script: str, path: str, questions: list[str], warmup: list[str]) -> Any:
+    """Run ``script --search-child path`` in a fresh process and return the JSON it prints.
+
+    A fresh process opens the database as a new searcher would; the questions, and the
+    warm-up questions searched before timing, reach it on stdin.
+    """
+    child = subprocess.run(
+        [sys.executable, script, "--search-child", path],
+        input=json.dumps({"questions": questions, "warmup": warmup}),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(child.stdout)
