@@ -15,7 +15,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[dev,strands,tiktoken,http,embeddings,mcp]'
+	$(BIN)/python -m pip install -q -e '.[dev,strands,tiktoken,http,embeddings,mcp,postgres]'
 	touch $@ $(VENV)/.installed
 
 demo: $(VENV)/.installed

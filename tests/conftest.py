@@ -21,3 +21,6 @@ def agentrecall_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyte
     home = tmp_path_factory.mktemp("agentrecall-home")
     monkeypatch.setenv("AGENTRECALL_HOME", str(home))
     return home
+
+
+from postgres_fixtures import postgres_dsn, postgres_server, private_postgres  # noqa: E402, F401
