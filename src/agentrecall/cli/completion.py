@@ -50,13 +50,14 @@ def _completion(args: argparse.Namespace) -> int:
 
 @dataclass
 class Level:
-    """What may follow a command path: subcommands, options, and whether a file name may."""
+    """What may follow a command path: subcommands, options, and what an argument may be."""
 
     commands: list[str] = field(default_factory=list)
     options: list[str] = field(default_factory=list)
     values: dict[str, str] = field(default_factory=dict)
     """Option -> the words its value may be, or :data:`FILES`."""
-    file_argument: bool = False
+    argument: str = ""
+    """The words an argument may be (its choices), :data:`FILES`, or ``""`` (anything)."""
 
 
 def levels(parser: argparse.ArgumentParser, path: str = "") -> Iterator[tuple[str, Level]]:
@@ -73,8 +74,8 @@ def levels(parser: argparse.ArgumentParser, path: str = "") -> Iterator[tuple[st
             kind = _value_kind(action)
             if kind is not None:
                 level.values.update(dict.fromkeys(action.option_strings, kind))
-        elif action.dest in FILE_NAMES:
-            level.file_argument = True
+        else:
+            level.argument = level.argument or _value_kind(action) or ""
     yield path, level
     for name, sub in below:
         yield from levels(sub, name)
@@ -125,15 +126,15 @@ def _value_kind(action: argparse.Action) -> str | None:
 
 def _tables(parser: argparse.ArgumentParser, name: str) -> str:
     fn = "_" + name.replace("-", "_")
-    commands, options, values, files = [], [], [], []
+    commands, options, values, arguments = [], [], [], []
     for path, level in levels(parser):
         if level.commands:
             commands.append(f"        {_quote(path)}) echo {_quote(' '.join(level.commands))} ;;")
         options.append(f"        {_quote(path)}) echo {_quote(' '.join(level.options))} ;;")
         for option, kind in level.values.items():
             values.append(f"        {_quote(path + '|' + option)}) echo {_quote(kind)} ;;")
-        if level.file_argument:
-            files.append(_quote(path))
+        if level.argument:
+            arguments.append(f"        {_quote(path)}) echo {_quote(level.argument)} ;;")
     takes = "|".join(value_options(parser))
     return "\n".join(
         [
@@ -142,8 +143,7 @@ def _tables(parser: argparse.ArgumentParser, name: str) -> str:
             f'{fn}_values() {{\n    case "$1|$2" in\n' + "\n".join(values) + "\n    esac\n}",
             f'{fn}_takes_value() {{\n    case "$1" in\n        {takes}) return 0 ;;\n'
             "    esac\n    return 1\n}",
-            f'{fn}_file_argument() {{\n    case "$1" in\n        {"|".join(files) or "@none@"})'
-            " return 0 ;;\n    esac\n    return 1\n}",
+            f'{fn}_arguments() {{\n    case "$1" in\n' + "\n".join(arguments) + "\n    esac\n}",
             f'{fn}_is_command() {{\n    case " $({fn}_commands "$1") " in\n'
             '        *" $2 "*) return 0 ;;\n    esac\n    return 1\n}',
         ]
@@ -189,7 +189,7 @@ _@NAME@() {
         choices=$(_@NAME@_options "$cmdpath")
     else
         choices=$(_@NAME@_commands "$cmdpath")
-        [[ -z $choices ]] && _@NAME@_file_argument "$cmdpath" && choices=@files
+        [[ -z $choices ]] && choices=$(_@NAME@_arguments "$cmdpath")
     fi
     if [[ $choices == @files ]]; then
         compopt -o filenames 2>/dev/null
@@ -221,7 +221,7 @@ _@NAME@() {
         choices=$(_@NAME@_options "$cmdpath")
     else
         choices=$(_@NAME@_commands "$cmdpath")
-        [[ -z $choices ]] && _@NAME@_file_argument "$cmdpath" && choices=@files
+        [[ -z $choices ]] && choices=$(_@NAME@_arguments "$cmdpath")
     fi
     if [[ $choices == @files ]]; then
         _files

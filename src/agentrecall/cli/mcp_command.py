@@ -56,7 +56,11 @@ started the server can talk to it. Another address needs --host ADDRESS --allow-
 the token still; the server speaks plain HTTP, so reach it from other machines through TLS
 (a reverse proxy) or a tunnel.
 
-Stop the server by closing its stdin (stdio) or with Ctrl-C or SIGTERM (HTTP)."""
+Stop the server by closing its stdin (stdio) or with Ctrl-C or SIGTERM (HTTP).
+
+example:
+  agentrecall mcp --user-id alice
+  agentrecall mcp --http --port 0 --read-only"""
 
 
 def add_parser(commands: Any, common: argparse.ArgumentParser, *, default: str) -> None:
