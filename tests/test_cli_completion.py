@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -97,16 +98,17 @@ def test_the_script_parses_and_defines_its_hook(
     path = written(tmp_path, shell, capsys)
     check = subprocess.run([shell, "-n", str(path)], capture_output=True, timeout=60, check=False)
     assert check.returncode == 0, check.stderr
-    hook = "complete -p agentrecall" if shell == "bash" else "print ok"
-    prelude = "" if shell == "bash" else "compdef() { print compdef $*; }; "
+    # zsh: the script starts the completion system itself when .zshrc has not.
+    hook = "complete -p agentrecall" if shell == "bash" else "print ${_comps[agentrecall]}"
     done = subprocess.run(
-        [shell, "-c", f'{prelude}source "$0"; {hook}', str(path)],
+        [shell, "-c", f'eval "$(cat "$0")"; {hook}', str(path)],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
+        env={**os.environ, "HOME": str(tmp_path), "ZDOTDIR": str(tmp_path)},
     )
-    expected = "complete -F _agentrecall agentrecall" if shell == "bash" else "compdef _agentrecall"
+    expected = "complete -F _agentrecall agentrecall" if shell == "bash" else "_agentrecall"
     assert expected in done.stdout, done.stderr
 
 

@@ -233,6 +233,7 @@ _@NAME@() {
 if [[ ${funcstack[1]} == _@NAME@ ]]; then
     _@NAME@ "$@"
 else
+    (( $+functions[compdef] )) || { autoload -Uz compinit && compinit -u; }
     compdef _@NAME@ @NAME@
 fi
 """
