@@ -419,33 +419,43 @@ def test_reading_a_missing_store_file_says_there_is_no_store(
 # --- list -----------------------------------------------------------------------------------
 
 
-def test_list_text_output_oldest_first(target: Target) -> None:
+def test_list_text_output_newest_first_or_oldest_first(target: Target) -> None:
     first = target.cli.add("first memory")
     second = target.cli.add("second memory")
     third = target.cli.add("third memory")
     saved = target.records()
     assert [r["id"] for r in saved] == [first, second, third]
-    out = target.cli.ok("list")
+    out = target.cli.ok("list", "--oldest")
     assert out == "".join(f"{r['created_at']}  {r['id']}  {r['content']}\n" for r in saved)
     assert [line.split("  ")[2] for line in out.splitlines()] == [
         "first memory",
         "second memory",
         "third memory",
     ]
+    newest = target.cli.ok("list")
+    assert newest.splitlines() == out.splitlines()[::-1]
 
 
 def test_list_json_output(target: Target) -> None:
     first = target.cli.add("first", "--meta", "k=1")
     second = target.cli.add("second")
     saved = target.records()
-    assert target.cli.json("list") == [
+    unset = dict.fromkeys(["updated_at", "expires_at", "user_id", "agent_id", "session_id"])
+    assert target.cli.json("list", "--oldest") == [
         {
             "id": first,
             "content": "first",
             "created_at": saved[0]["created_at"],
             "metadata": {"k": 1},
+            **unset,
         },
-        {"id": second, "content": "second", "created_at": saved[1]["created_at"], "metadata": None},
+        {
+            "id": second,
+            "content": "second",
+            "created_at": saved[1]["created_at"],
+            "metadata": None,
+            **unset,
+        },
     ]
     assert TIMESTAMP.match(saved[0]["created_at"])
 
@@ -477,7 +487,7 @@ def test_delete_existing(target: Target) -> None:
 
 def test_delete_json_output(target: Target) -> None:
     doomed = target.cli.add("forget me")
-    assert target.cli.json("delete", doomed) == {"deleted": doomed}
+    assert target.cli.json("delete", doomed) == {"deleted": [doomed]}
     assert target.cli.json("list") == []
 
 
@@ -512,13 +522,13 @@ def test_search_and_list_output_has_one_shape_for_every_store(
             target.add("Unrelated fact"),
         ]
         found = target.json("search", "green tea drinks")
-        listed = target.json("list")
+        listed = target.json("list", "--oldest")
         outputs[name] = {
             "score types": {type(hit["score"]).__name__ for hit in found},
             "search": [{**hit, "id": ids.index(hit["id"]), "score": None} for hit in found],
             "list": [{**row, "id": ids.index(row["id"]), "created_at": "TIME"} for row in listed],
             "search text": generic(target.ok("search", "green tea drinks")),
-            "list text": generic(target.ok("list")),
+            "list text": generic(target.ok("list", "--oldest")),
         }
     score_types = {name: output.pop("score types") for name, output in outputs.items()}
     assert score_types == {
@@ -534,6 +544,7 @@ def test_search_and_list_output_has_one_shape_for_every_store(
         "content": "User drinks green tea",
         "created_at": "TIME",
         "metadata": {"source": "chat"},
+        **dict.fromkeys(["updated_at", "expires_at", "user_id", "agent_id", "session_id"]),
     }
     assert outputs["default"]["search text"] == (
         "1. [SCORE] User drinks green tea  (ID)\n2. [SCORE] User drinks coffee  (ID)\n"
@@ -906,7 +917,8 @@ def error_cases(tmp_path: Path) -> dict[str, tuple[list[str], int, str]]:
     bad.write_text("[{")
     return {
         "unknown command": (["forget", "x"], 2, "argument COMMAND: invalid choice: 'forget'"),
-        "missing argument": (["add"], 2, "the following arguments are required: text"),
+        "missing argument": (["get"], 2, "the following arguments are required: id"),
+        "no content": (["add"], 2, "add needs the content: an argument, - for standard"),
         "bad -n": (["search", "x", "-n", "0"], 2, "argument -n: expected a whole number"),
         "unknown option": (["list", "--colour"], 2, "unrecognized arguments: --colour"),
         "bad extension": (["migrate", "a.txt", "b.db"], 2, "argument source: cannot tell"),
@@ -985,12 +997,12 @@ def test_store_options_go_before_or_after_every_store_command(
     argv = command_lines(tmp_path, memory_id)[command]
     line = [*chosen, "--json", *argv] if where == "before" else [*argv, "--json", *chosen]
     result = json.loads(cli.ok(*line))
-    left = [row["id"] for row in cli.json(*chosen, "list")]
+    left = [row["id"] for row in cli.json(*chosen, "list", "--oldest")]
     assert {
         "add": lambda: left == [memory_id, result["id"]],
         "search": lambda: [hit["id"] for hit in result] == [memory_id],
         "list": lambda: [row["id"] for row in result] == [memory_id],
-        "delete": lambda: result == {"deleted": memory_id} and left == [],
+        "delete": lambda: result == {"deleted": [memory_id]} and left == [],
     }[command]()
     assert not db_file(home).exists()
 

@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from agentrecall import Capability, InvalidArgumentError, JsonFileStore, MemoryRecord, MemoryStore
+from agentrecall import (
+    Capability,
+    InvalidArgumentError,
+    JsonFileStore,
+    MemoryRecord,
+    MemoryStore,
+    SyncStore,
+)
 from agentrecall import TestMemoryStore as ExportedAlias
 
 
@@ -28,6 +35,7 @@ def test_satisfies_the_store_contract(store: JsonFileStore) -> None:
         Capability.LIST,
         Capability.COUNT,
         Capability.ADD_MANY,
+        Capability.CLEAR,
         Capability.IMPORT,
     }
     assert (store.name, store.description, store.max_search_results) == ("notes", None, None)
@@ -256,3 +264,15 @@ async def test_integers_too_long_for_json_text_are_refused(store: JsonFileStore)
     with pytest.raises(InvalidArgumentError, match="too long"):
         await store.add("fact", {"n": 10**5000})
     assert (await store.add("fact", {"n": 10**4000})).id
+
+
+def test_clear_writes_an_empty_file_and_creates_none(tmp_path: Path) -> None:
+    path = tmp_path / "notes.json"
+    with SyncStore(JsonFileStore(name="notes", path=path)) as missing:
+        assert missing.clear() == 0
+    assert not path.exists()
+    with SyncStore(JsonFileStore(name="notes", path=path)) as notes:
+        notes.add_many([("one fact", None), ("two facts", {"k": 1})])
+        assert notes.clear() == 2
+        assert notes.count() == 0
+    assert json.loads(path.read_text(encoding="utf-8")) == []

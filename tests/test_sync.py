@@ -234,7 +234,12 @@ def test_unsupported_keywords_and_methods_are_refused_clearly(tmp_path: Path) ->
             memory.add("User likes tea", ttl=60)
         with pytest.raises(InvalidArgumentError, match=r"reason.*Capability\.HISTORY"):
             memory.delete("x", reason="stale")
-        for call in (lambda: memory.update("x", content="y"), memory.clear, memory.scope):
+        unsupported = (
+            lambda: memory.update("x", content="y"),
+            lambda: memory.history("x"),
+            memory.scope,
+        )
+        for call in unsupported:
             with pytest.raises(InvalidArgumentError, match="'notes'.*does not support"):
                 call()
         assert memory.count() == 0  # nothing was written

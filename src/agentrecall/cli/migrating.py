@@ -10,10 +10,10 @@ terminal only, and an interruption that says what became of the destination.
 from __future__ import annotations
 
 import asyncio
-import sys
 
 from agentrecall.cli import opening
-from agentrecall.migrate import MigrationResult, ProgressBar, migrate_files, store_kind
+from agentrecall.cli.progress import terminal_bar
+from agentrecall.migrate import MigrationResult, migrate_files, store_kind
 
 
 def migrate_to(
@@ -30,11 +30,10 @@ def migrate_to(
     size = opening.creatable(destination)
     if store_kind(destination) == "sqlite":
         opening.note_if_empty(destination, size)
-    # The bar is for a person watching; a log or a pipe gets only the summary on stdout.
-    bar = ProgressBar(sys.stderr) if sys.stderr.isatty() else None
     options = {"flatten": flatten, "drop_history": drop_history}
     try:
-        return asyncio.run(migrate_files(source, destination, progress=bar, **options))
+        with terminal_bar() as bar:
+            return asyncio.run(migrate_files(source, destination, progress=bar, **options))
     except KeyboardInterrupt:
         if size is None:
             raise KeyboardInterrupt(f"nothing was written to '{destination}'") from None
@@ -42,6 +41,3 @@ def migrate_to(
             f"'{destination}' keeps the batches copied so far; run the same command again "
             "to copy the rest"
         ) from None
-    finally:
-        if bar is not None:
-            bar.close()

@@ -12,10 +12,11 @@ from __future__ import annotations
 import argparse
 import os
 
+from agentrecall.cli.options import SCOPE_OPTIONS
 from agentrecall.cli.report import note
 from agentrecall.embeddings.base import Embedder
-from agentrecall.errors import StorageError
-from agentrecall.stores.base import MemoryStore
+from agentrecall.errors import InvalidArgumentError, StorageError
+from agentrecall.stores.base import Capability, MemoryStore
 from agentrecall.stores.jsonfile import JsonFileStore
 from agentrecall.stores.sqlite import SQLiteStore
 
@@ -33,29 +34,42 @@ def open_store(
     with ``args.creates`` (``add``) creates a missing ``--path`` or ``--db`` file (not its
     directory), and a missing store of a name with its directory; any other command needs the
     ``--path`` or ``--db`` file to exist, and reads a name's missing store as empty without
-    creating it. A store opened with ``writable=False`` refuses every write; a read-only store
-    of a name is always the SQLite store, which reads as empty while its file does not exist
-    and creates nothing.
+    creating it (as a read-only SQLite store: a command that writes finds nothing to change).
+    A store opened with ``writable=False`` refuses every write.
 
     Raises:
         StorageError: a file that must exist is missing, a directory is missing, or a path
             cannot be looked at.
         InvalidArgumentError: an option's value is unusable (a blank name or path).
     """
-    creates = getattr(args, "creates", False)
-    store: JsonFileStore | SQLiteStore
-    if hasattr(args, "path"):
-        store = JsonFileStore(name=default, path=args.path, writable=writable)
-    elif hasattr(args, "db"):
-        store = SQLiteStore(args.db, embedder=embedder, writable=writable)
-    else:
-        name = getattr(args, "store", default)
-        return _open_named(name, creates=creates, embedder=embedder, writable=writable)
-    path = store.path or ""
-    size = creatable(path) if creates else existing(path)
-    if isinstance(store, SQLiteStore):
-        note_if_empty(path, size)
-    return store
+    creates = bool(getattr(args, "creates", False))
+    for option, opener in _FILE_OPENERS.items():
+        if hasattr(args, option):
+            store = opener(getattr(args, option), default, embedder, writable)
+            path = store.path or ""
+            size = creatable(path) if creates else existing(path)
+            if isinstance(store, SQLiteStore):
+                note_if_empty(path, size)
+            return store
+    name = getattr(args, "store", default)
+    return _open_named(name, creates=creates, embedder=embedder, writable=writable)
+
+
+def _json_file(
+    path: str, name: str, embedder: Embedder | None, writable: bool
+) -> JsonFileStore | SQLiteStore:
+    return JsonFileStore(name=name, path=path, writable=writable)
+
+
+def _sqlite_file(
+    path: str, name: str, embedder: Embedder | None, writable: bool
+) -> JsonFileStore | SQLiteStore:
+    return SQLiteStore(path, embedder=embedder, writable=writable)
+
+
+_FILE_OPENERS = {"path": _json_file, "db": _sqlite_file}
+"""The options that name a store by its file, and how each opens it; a store that is not a
+file (a database server's URL) is chosen before these, by its own option."""
 
 
 def _open_named(
@@ -63,11 +77,32 @@ def _open_named(
 ) -> MemoryStore:
     store = SQLiteStore(name=name, embedder=embedder, writable=writable)
     size = size_of(store.path)
-    if size is None and not creates and writable:
+    if size is None and not creates:
         # Reading a store that does not exist yet finds nothing and creates no file.
-        return JsonFileStore(name=store.name, persist=False)
+        return SQLiteStore(name=name, embedder=embedder, writable=False)
     note_if_empty(store.path, size)
     return store
+
+
+def scoped(store: MemoryStore, args: argparse.Namespace) -> MemoryStore:
+    """Return ``store``'s view of the scope the options name, or ``store`` without any.
+
+    Raises:
+        InvalidArgumentError: a scope was named and the store has no scopes (a JSON file).
+    """
+    ids = {
+        flag: getattr(args, flag) for flag in SCOPE_OPTIONS if getattr(args, flag, None) is not None
+    }
+    if not ids:
+        return store
+    if Capability.SCOPE not in getattr(store, "capabilities", frozenset()):
+        flag = "--" + next(iter(ids)).replace("_", "-")
+        raise InvalidArgumentError(
+            f"{flag}: the store '{store.name}' ({type(store).__name__}) has no scopes; "
+            "use an SQLite store (--db FILE or --store NAME) for one user, agent or session"
+        )
+    view: MemoryStore = store.scope(**ids)  # type: ignore[attr-defined]
+    return view
 
 
 def size_of(path: str) -> int | None:

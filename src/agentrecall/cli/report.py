@@ -31,8 +31,10 @@ BROKEN_PIPE = 141
 EXIT_CODES = f"""\
 exit status:
   {OK}    done
-  {FAILED}    failed: no store or memory there, a file that cannot be used, a full disk
-  {USAGE}    usage: an unknown command or option, a missing or bad value
+  {FAILED}    failed: no store or memory there (delete: an id not found, the others
+       are deleted), a file that cannot be used, an option the store cannot serve
+  {USAGE}    usage: an unknown command or option, a missing or bad value (clear without
+       --yes when standard input is not a terminal)
   {INTERRUPTED}  interrupted (Ctrl-C)
   {BROKEN_PIPE}  standard output was closed before everything was written (| head)
 

@@ -74,7 +74,7 @@ class JsonFileStore:
       surrogate (such as U+D800, which UTF-8 cannot encode) is refused too, in content, ids
       and metadata; a file in which another program wrote one as a JSON escape reads, and is
       written back with the same escape.
-    * ``get``, ``delete``, ``list``, ``count`` and the batch ``add_many``.
+    * ``get``, ``delete``, ``list``, ``count``, ``clear`` and the batch ``add_many``.
     * File I/O runs in worker threads, never on the event loop.
 
     Deliberate differences in configuration: ``name`` is a required keyword (leaving it out is
@@ -97,6 +97,7 @@ class JsonFileStore:
             Capability.LIST,
             Capability.COUNT,
             Capability.ADD_MANY,
+            Capability.CLEAR,
             Capability.IMPORT,
         }
     )
@@ -272,6 +273,17 @@ class JsonFileStore:
             return 0
         return await self._offload(self._delete_blocking, _Remover(wanted))
 
+    async def clear(self) -> int:
+        """Forget every memory, with one file write; return how many.
+
+        An empty store (or one with no file yet) is left as it is: nothing is created on disk.
+
+        Raises:
+            InvalidArgumentError: the store is not writable.
+        """
+        self._check_writable()
+        return await self._offload(self._delete_blocking, _Remover(None))
+
     async def list(self, *, offset: int = 0, limit: int | None = None) -> RecordList:
         """Return memories oldest first, skipping ``offset`` and returning at most ``limit``.
 
@@ -345,7 +357,7 @@ class JsonFileStore:
     def _delete_blocking(self, remover: _Remover) -> int:
         # Forgetting ids the file does not hold takes no lock, so it creates nothing on disk.
         with self._mutex:
-            if not any(self._load().position_of(i) is not None for i in remover.ids):
+            if not remover.finds(self._load()):
                 return 0
         return self._write_blocking(remover)
 
@@ -400,13 +412,20 @@ class _Importer:
 
 
 class _Remover:
-    """A change that drops every record whose id is in ``ids``."""
+    """A change that drops every record whose id is in ``ids``, or every record (``None``)."""
 
-    def __init__(self, ids: frozenset[str]) -> None:
+    def __init__(self, ids: frozenset[str] | None) -> None:
         self.ids = ids
 
+    def finds(self, current: RecordSet) -> bool:
+        """Whether ``current`` holds a record this change would drop."""
+        if self.ids is None:
+            return bool(current.records)
+        return any(current.position_of(i) is not None for i in self.ids)
+
     def __call__(self, current: RecordSet) -> tuple[int, bool]:
-        doomed = {i for i, record in enumerate(current.records) if record["id"] in self.ids}
+        records = enumerate(current.records)
+        doomed = {i for i, record in records if self.ids is None or record["id"] in self.ids}
         if doomed:
             current.remove(doomed)
         return len(doomed), bool(doomed)

@@ -1,0 +1,86 @@
+"""Running a store command: open the store, check what it is asked for, narrow it, run.
+
+An option or a command that needs something the store does not declare (a JSON file has no
+scopes, filters, expiry, history or updates) fails before anything runs, in one line naming
+the option and the kind of store that has it, rather than deep inside the call.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from agentrecall.cli import opening, upgrading
+from agentrecall.cli.embedding import LOCAL, embedder_named
+from agentrecall.cli.options import DEFAULT_STORE, Command
+from agentrecall.embeddings.base import Embedder
+from agentrecall.errors import InvalidArgumentError
+from agentrecall.stores.base import Capability, MemoryStore
+from agentrecall.sync import SyncStore
+
+OPTION_NEEDS = {
+    "filter": (Capability.FILTER, "metadata filters"),
+    "after": (Capability.FILTER, "time bounds"),
+    "before": (Capability.FILTER, "time bounds"),
+    "ttl": (Capability.EXPIRY, "expiry"),
+    "reason": (Capability.HISTORY, "history to keep a reason in"),
+}
+"""What each option needs of the store (by attribute name), and how to say it is missing."""
+
+COMMAND_NEEDS = {
+    Capability.UPDATE: "cannot change a memory in place",
+    Capability.HISTORY: "keeps no history",
+    Capability.CLEAR: "cannot be cleared",
+}
+"""How to say that the store lacks what a command needs (its ``needs`` default)."""
+
+KEYWORD = "keyword"
+SQLITE_HINT = "use an SQLite store (--db FILE or --store NAME)"
+
+
+def run(command: Command, args: argparse.Namespace) -> int:
+    """Run ``command`` on the store (or scope) the options name; close it, whatever happens.
+
+    Closing the facade closes an SQLite store's connection, which folds the WAL back into the
+    database file before the command returns, also when run in-process.
+    """
+    store = opening.open_store(args, default=DEFAULT_STORE, embedder=_embedder(args))
+    check(store, args)
+    with SyncStore(opening.scoped(store, args)) as memory:
+        upgrading.prepare(memory)
+        return command(memory, args)
+
+
+def check(store: MemoryStore, args: argparse.Namespace) -> None:
+    """Refuse options and commands ``store`` has no capability for.
+
+    Raises:
+        InvalidArgumentError: naming the first option (or the command) the store cannot serve.
+    """
+    declared = frozenset(getattr(store, "capabilities", ()))
+    kind = f"the store '{store.name}' ({type(store).__name__})"
+    for option, (capability, what) in OPTION_NEEDS.items():
+        if getattr(args, option, None) is not None and capability not in declared:
+            flag = "--" + option.replace("_", "-")
+            raise InvalidArgumentError(f"{flag}: {kind} has no {what}; {SQLITE_HINT}")
+    mode = getattr(args, "mode", None)
+    if mode not in (None, KEYWORD) and Capability.SEMANTIC not in declared:
+        raise InvalidArgumentError(
+            f"--mode {mode}: {kind} searches by keyword only; {SQLITE_HINT} and --embedder"
+        )
+    needs: Capability | None = getattr(args, "needs", None)
+    if needs is not None and needs not in declared:
+        raise InvalidArgumentError(
+            f"{args.verb}: {kind} {COMMAND_NEEDS[needs]}; {SQLITE_HINT}, or copy this one "
+            "into one with 'agentrecall migrate'"
+        )
+
+
+def _embedder(args: argparse.Namespace) -> Embedder | None:
+    """The embedder the command needs: ``--embedder``, or the local model for a search by meaning.
+
+    A keyword search loads no model.
+    """
+    name: str | None = getattr(args, "embedder", None)
+    if name is None and getattr(args, "mode", None) not in (None, KEYWORD):
+        name = LOCAL
+    return None if name is None else embedder_named(name)

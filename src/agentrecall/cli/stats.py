@@ -1,0 +1,142 @@
+"""``agentrecall stats``: what a store (or scope) holds, at a glance.
+
+It reads every memory once, a page at a time through ``list`` (a progress bar on a terminal),
+so it works on any store and holds one page in memory, never the store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentrecall.cli import report, tables
+from agentrecall.cli.options import Parents, command, emit
+from agentrecall.cli.progress import terminal_bar
+from agentrecall.stores.base import Capability
+from agentrecall.sync import SyncStore
+from agentrecall.types import MemoryRecord
+
+PAGE = 5_000
+"""Memories read per ``list`` call."""
+TOP = 10
+"""Scope ids and metadata keys shown by name in the text output; ``--json`` lists 100."""
+TOP_JSON = 100
+SCOPES = ("user_id", "agent_id", "session_id")
+
+
+def register(commands: Any, parents: Parents) -> None:
+    """Add ``stats`` to ``commands``."""
+    stats = command(
+        commands,
+        "stats",
+        parents.store,
+        help="show how many memories there are, the file's size, the oldest and newest, "
+        "the scopes and the most used metadata keys",
+        example="agentrecall stats\nagentrecall --json stats --user-id alice",
+    )
+    stats.set_defaults(command=_stats, verb="stats")
+
+
+@dataclass
+class Tally:
+    """What :func:`tally` counts over the memories."""
+
+    count: int = 0
+    oldest: str | None = None
+    newest: str | None = None
+    unscoped: int = 0
+    scopes: dict[str, Counter[str]] = field(default_factory=lambda: {s: Counter() for s in SCOPES})
+    keys: Counter[str] = field(default_factory=Counter)
+
+    def add(self, record: MemoryRecord) -> None:
+        """Count ``record``."""
+        self.count += 1
+        created = record.created_at
+        self.oldest = created if self.oldest is None else min(self.oldest, created)
+        self.newest = created if self.newest is None else max(self.newest, created)
+        ids = {scope: getattr(record, scope) for scope in SCOPES}
+        for scope, value in ids.items():
+            if value is not None:
+                self.scopes[scope][value] += 1
+        if not any(value is not None for value in ids.values()):
+            self.unscoped += 1
+        self.keys.update((record.metadata or {}).keys())
+
+
+def tally(memory: SyncStore) -> Tally:
+    """Count what ``memory`` holds, a page at a time, showing progress on a terminal."""
+    counted = Tally()
+    total = memory.count()
+    with terminal_bar() as bar:
+        while counted.count < total:
+            page = memory.list(offset=counted.count, limit=PAGE)
+            if not page:
+                break  # memories deleted meanwhile
+            for record in page:
+                counted.add(record)
+            if bar is not None:
+                bar(counted.count, total)
+    return counted
+
+
+def _stats(memory: SyncStore, args: argparse.Namespace) -> int:
+    counted = tally(memory)
+    store = memory.store
+    path: str | None = getattr(store, "path", None)
+    size = os.stat(path).st_size if path and os.path.exists(path) else None
+    data = {
+        "store": store.name,
+        "kind": type(store).__name__,
+        "path": path,
+        "file_size": size,
+        "count": counted.count,
+        "oldest": counted.oldest,
+        "newest": counted.newest,
+        "has_scopes": Capability.SCOPE in getattr(store, "capabilities", ()),
+        "unscoped": counted.unscoped,
+        "scopes": {
+            scope: {"distinct": len(ids), "top": dict(ids.most_common(TOP_JSON))}
+            for scope, ids in counted.scopes.items()
+        },
+        "metadata_keys": {
+            "distinct": len(counted.keys),
+            "top": dict(counted.keys.most_common(TOP_JSON)),
+        },
+    }
+    emit(args, data, "\n".join(tables.block(_fields(data, counted), fit=tables.width())))
+    return report.OK
+
+
+def _fields(data: dict[str, Any], counted: Tally) -> list[tuple[str, str]]:
+    size = data["file_size"]
+    fields = [
+        ("store", f"{data['store']} ({data['kind']})"),
+        ("file", data["path"] or "-"),
+        ("size", "-" if size is None else tables.size(size)),
+        ("memories", str(counted.count)),
+        ("oldest", counted.oldest or "-"),
+        ("newest", counted.newest or "-"),
+    ]
+    if data["has_scopes"]:
+        for scope in SCOPES:
+            label = scope.removesuffix("_id") + "s"
+            fields.append((label, _most_common(counted.scopes[scope])))
+        fields.append(("unscoped", str(counted.unscoped)))
+    else:
+        fields.append(("scopes", "none (this kind of store has no scopes)"))
+    fields.append(("metadata keys", _most_common(counted.keys)))
+    return fields
+
+
+def _most_common(counter: Counter[str]) -> str:
+    """``3: alice (12), bob (3), carol (1)``: how many, then the most frequent with counts."""
+    shown = ", ".join(f"{name} ({n})" for name, n in counter.most_common(TOP))
+    rest = len(counter) - TOP
+    return (
+        f"{len(counter)}"
+        + (f": {shown}" if shown else "")
+        + (f", … {rest} more" if rest > 0 else "")
+    )

@@ -1,0 +1,168 @@
+"""The values command-line options take: counts, JSON objects, times, lifetimes, content.
+
+Each parser raises :class:`argparse.ArgumentTypeError`, which the command line reports as a
+usage mistake (exit status 2) naming the option and what it expected; content read from a
+file or stdin fails as an error on that file (exit status 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Sequence
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from agentrecall.types import JsonObject
+
+MAX_COUNT = 2**63 - 1
+"""The largest count or offset: SQLite's largest integer."""
+
+STDIN = "-"
+"""The content argument that means "read standard input"."""
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw]?)")
+
+
+def count(text: str) -> int:
+    """A whole number from 1 to :data:`MAX_COUNT`."""
+    return _whole(text, 1)
+
+
+def offset(text: str) -> int:
+    """A whole number from 0 to :data:`MAX_COUNT`."""
+    return _whole(text, 0)
+
+
+def _whole(text: str, low: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = low - 1
+    if not low <= value <= MAX_COUNT:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number from {low} to {MAX_COUNT}, got {text!r}"
+        )
+    return value
+
+
+def score(text: str) -> float:
+    """A finite number."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"expected a number such as 0.5, got {text!r}")
+    return value
+
+
+def json_object(text: str) -> JsonObject:
+    """A JSON object, such as ``{"topic": "travel"}``."""
+    try:
+        value = json.loads(text, parse_constant=_not_json)
+    except RecursionError as error:
+        raise argparse.ArgumentTypeError("the JSON is nested too deeply") from error
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(
+            f'expected a JSON object such as \'{{"topic": "travel"}}\', got {text!r} ({error})'
+        ) from error
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(
+            f"expected a JSON object (in braces), got {type(value).__name__} {text!r}"
+        )
+    return value
+
+
+def moment(text: str) -> datetime | str:
+    """An ISO 8601 date (midnight UTC) or time; a time without an offset is local time."""
+    stripped = text.strip()
+    try:
+        date.fromisoformat(stripped)
+    except ValueError:
+        pass
+    else:
+        return stripped
+    try:
+        # Python 3.10 reads no "Z"; it means the same as "+00:00".
+        value = datetime.fromisoformat(re.sub(r"[zZ]$", "+00:00", stripped))
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(
+            f"expected an ISO 8601 date or time such as 2025-01-31 or 2025-01-31T09:30:00Z, "
+            f"got {text!r}"
+        ) from error
+    return value if value.tzinfo is not None else value.astimezone()
+
+
+def duration(text: str) -> timedelta:
+    """A positive lifetime: seconds, or a number with ``s``, ``m``, ``h``, ``d`` or ``w``."""
+    match = _DURATION.fullmatch(text.strip())
+    value = float(match.group(1)) * _UNITS[match.group(2) or "s"] if match else 0.0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive lifetime such as 3600, 90m, 12h, 30d or 2w, got {text!r}"
+        )
+    try:
+        return timedelta(seconds=value)
+    except OverflowError as error:
+        raise argparse.ArgumentTypeError(f"the lifetime {text!r} is too long") from error
+
+
+def pairs(items: Sequence[str], base: JsonObject | None) -> JsonObject | None:
+    """``base`` with ``KEY=VALUE`` pairs set on a copy; a value that parses as JSON is JSON.
+
+    Raises:
+        ValueError: a pair has no ``=`` or no key, or its JSON value is nested too deeply.
+    """
+    if not items:
+        return base
+    metadata: JsonObject = dict(base or {})
+    for pair in items:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--meta expects KEY=VALUE, got {pair!r}")
+        try:
+            metadata[key] = json.loads(value, parse_constant=_not_json)
+        except RecursionError as error:
+            raise ValueError(f"--meta {key}: the JSON value is nested too deeply") from error
+        except ValueError:
+            metadata[key] = value
+    return metadata
+
+
+def content(text: str | None, file: str | None, what: str = "content") -> str | None:
+    """The content given as ``text`` (``-``: standard input) or in ``file``, or ``None``.
+
+    Content read from a file or stdin is UTF-8 and loses one final line break, the one a text
+    file ends with; an argument is kept exactly.
+
+    Raises:
+        ValueError: both were given, or the input is not UTF-8.
+        OSError: the file cannot be read (the message names it).
+    """
+    if text is not None and file is not None:
+        raise ValueError(f"give the {what} as an argument or with --file, not both")
+    if file is not None:
+        with open(file, "rb") as source:
+            return _decoded(source.read(), f"--file '{file}'")
+    if text == STDIN:
+        return _decoded(sys.stdin.buffer.read(), "standard input")
+    return text
+
+
+def _decoded(data: bytes, where: str) -> str:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{where} is not UTF-8 text (byte {error.start})") from error
+    for ending in ("\r\n", "\n"):
+        if text.endswith(ending):
+            return text[: -len(ending)]
+    return text
+
+
+def _not_json(word: str) -> Any:
+    raise ValueError(f"{word} is not JSON")
