@@ -352,7 +352,6 @@ class _PoolBase:
         self._kwargs = self.options.kwargs(dsn)
         self._min_size = min_size
         self._max_size = max_size
-        self._pid = os.getpid()
 
     def _pool_arguments(self) -> dict[str, Any]:
         return {
@@ -375,18 +374,21 @@ class _PoolBase:
         )
 
     def _translate(self, error: BaseException, broken: bool = False) -> StorageError:
+        """Return ``error`` translated for this pool's server."""
         return translate(error, self.address, self.what, broken=broken)
 
 
 class PostgresPool(_PoolBase):
     """A pool of blocking psycopg connections to one database, opened on first use.
 
-    Guarantees: a call waits at most ``timeout`` seconds for a connection, then at most the
-    connection timeout more to find out why none came; every failure is a
-    :class:`~agentrecall.errors.StorageError` naming the server and the database,
-    :class:`~agentrecall.errors.ServerUnavailableError` when retrying may help. A connection
-    is checked before each use, so after a server restart the pool replaces its dead
-    connections and the next call succeeds once the server accepts connections again.
+    Guarantees: every failure is a :class:`~agentrecall.errors.StorageError` naming the server
+    and the database, :class:`~agentrecall.errors.ServerUnavailableError` when retrying may
+    help. A connection is checked before each use, so after a server restart the pool drops
+    its dead connections and the next call succeeds once the server accepts connections
+    again. A call waits at most ``timeout`` seconds for a connection; when none came, one
+    direct connection attempt (at most the connection timeout) finds out why, and when the
+    server does answer, the call starts a fresh pool and waits ``timeout`` once more. So a
+    call never hangs: it fails within twice ``timeout`` plus the connection timeout.
     Thread-safe. A forked child leaves the parent's connections alone and opens its own.
 
     Args:
@@ -417,28 +419,26 @@ class PostgresPool(_PoolBase):
         self._pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
         self._lock = threading.Lock()
+        self._lent = 0
         forks.register(self, in_child=PostgresPool._forget)
 
     @contextlib.contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
         """Lend a connection for the block; failures leave as agentrecall errors.
 
-        An error raised by the block is translated too (a psycopg error) or passes unchanged.
+        A psycopg error raised in the block is translated too; other errors pass unchanged.
         """
         import psycopg
-        import psycopg_pool
 
-        pool = self._opened()
+        pool, connection = self._lend()
         try:
-            with pool.connection(timeout=self.timeout) as connection:
-                try:
-                    yield connection
-                except psycopg.Error as error:
-                    raise self._translate(error, connection.broken) from error
-        except psycopg_pool.PoolTimeout as error:
-            raise self._diagnose() from error
+            yield connection
         except psycopg.Error as error:
-            raise self._translate(error) from error
+            raise self._translate(error, connection.broken) from error
+        finally:
+            with self._lock:
+                self._lent -= 1
+            pool.putconn(connection)
 
     def close(self) -> None:
         """Close every connection; the next call opens the pool again."""
@@ -447,6 +447,36 @@ class PostgresPool(_PoolBase):
             finalizer, self._finalizer = self._finalizer, None
         if finalizer is not None:
             finalizer()
+
+    def _lend(
+        self,
+    ) -> tuple[psycopg_pool.ConnectionPool[psycopg.Connection[Any]], psycopg.Connection[Any]]:
+        import psycopg_pool
+
+        pool = self._opened()
+        try:
+            return pool, self._take(pool)
+        except (psycopg_pool.PoolTimeout, psycopg_pool.PoolClosed) as error:
+            waited: Exception = error
+        self._probe()  # raises the cause when the server cannot be reached
+        if self._lent >= self._max_size:
+            raise self._exhausted() from waited
+        # The server answers, yet the pool made no connection: after failed attempts it waits
+        # out a growing backoff (up to minutes) before trying again. A fresh pool connects now.
+        self._discard(pool)
+        pool = self._opened()
+        try:
+            return pool, self._take(pool)
+        except (psycopg_pool.PoolTimeout, psycopg_pool.PoolClosed) as error:
+            raise self._exhausted() from error
+
+    def _take(
+        self, pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]]
+    ) -> psycopg.Connection[Any]:
+        connection = pool.getconn(timeout=self.timeout)
+        with self._lock:
+            self._lent += 1
+        return connection
 
     def _opened(self) -> psycopg_pool.ConnectionPool[psycopg.Connection[Any]]:
         pool = self._pool
@@ -464,6 +494,16 @@ class PostgresPool(_PoolBase):
                 self._finalizer = weakref.finalize(self, pool.close)
                 self._pool = pool
             return self._pool
+
+    def _discard(self, stale: psycopg_pool.ConnectionPool[psycopg.Connection[Any]]) -> None:
+        """Close ``stale`` unless another thread replaced it; its lent connections close later."""
+        with self._lock:
+            if self._pool is not stale:
+                return
+            self._pool = None
+            finalizer, self._finalizer = self._finalizer, None
+        if finalizer is not None:
+            finalizer()
 
     def _new_pool(self) -> psycopg_pool.ConnectionPool[psycopg.Connection[Any]]:
         import psycopg_pool
@@ -483,25 +523,19 @@ class PostgresPool(_PoolBase):
         except psycopg.Error as error:
             raise self._translate(error) from error
 
-    def _diagnose(self) -> StorageError:
-        try:
-            self._probe()
-        except StorageError as error:
-            return error
-        return self._exhausted()
-
     def _forget(self) -> None:
         if self._finalizer is not None:
             self._finalizer.detach()
         _inherited.append(self._pool)
         self._pool, self._finalizer = None, None
         self._lock = threading.Lock()
+        self._lent = 0
 
 
 class AsyncPostgresPool(_PoolBase):
     """The asyncio twin of :class:`PostgresPool`, with the same guarantees.
 
-    It belongs to the event loop that first uses it.
+    It belongs to the event loop that first uses it; close it with ``await close()``.
 
     Args:
         dsn: the connection string.
@@ -531,31 +565,60 @@ class AsyncPostgresPool(_PoolBase):
         self._configure = configure
         self._pool: psycopg_pool.AsyncConnectionPool[psycopg.AsyncConnection[Any]] | None = None
         self._lock: asyncio.Lock | None = None
+        self._lent = 0
         forks.register(self, in_child=AsyncPostgresPool._forget)
 
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
         """Lend a connection for the block; failures leave as agentrecall errors."""
         import psycopg
-        import psycopg_pool
 
-        pool = await self._opened()
+        pool, connection = await self._lend()
         try:
-            async with pool.connection(timeout=self.timeout) as connection:
-                try:
-                    yield connection
-                except psycopg.Error as error:
-                    raise self._translate(error, connection.broken) from error
-        except psycopg_pool.PoolTimeout as error:
-            raise await self._diagnose() from error
+            yield connection
         except psycopg.Error as error:
-            raise self._translate(error) from error
+            raise self._translate(error, connection.broken) from error
+        finally:
+            self._lent -= 1
+            await pool.putconn(connection)
 
     async def close(self) -> None:
         """Close every connection; the next call opens the pool again."""
         pool, self._pool = self._pool, None
         if pool is not None:
             await pool.close()
+
+    async def _lend(
+        self,
+    ) -> tuple[
+        psycopg_pool.AsyncConnectionPool[psycopg.AsyncConnection[Any]],
+        psycopg.AsyncConnection[Any],
+    ]:
+        import psycopg_pool
+
+        pool = await self._opened()
+        try:
+            return pool, await self._take(pool)
+        except (psycopg_pool.PoolTimeout, psycopg_pool.PoolClosed) as error:
+            waited: Exception = error
+        await self._probe()  # as in PostgresPool._lend
+        if self._lent >= self._max_size:
+            raise self._exhausted() from waited
+        if self._pool is pool:
+            self._pool = None
+            await pool.close()
+        pool = await self._opened()
+        try:
+            return pool, await self._take(pool)
+        except (psycopg_pool.PoolTimeout, psycopg_pool.PoolClosed) as error:
+            raise self._exhausted() from error
+
+    async def _take(
+        self, pool: psycopg_pool.AsyncConnectionPool[psycopg.AsyncConnection[Any]]
+    ) -> psycopg.AsyncConnection[Any]:
+        connection = await pool.getconn(timeout=self.timeout)
+        self._lent += 1
+        return connection
 
     async def _opened(self) -> psycopg_pool.AsyncConnectionPool[psycopg.AsyncConnection[Any]]:
         if self._pool is not None:
@@ -589,14 +652,8 @@ class AsyncPostgresPool(_PoolBase):
         except psycopg.Error as error:
             raise self._translate(error) from error
 
-    async def _diagnose(self) -> StorageError:
-        try:
-            await self._probe()
-        except StorageError as error:
-            return error
-        return self._exhausted()
-
     def _forget(self) -> None:
         _inherited.append(self._pool)
         self._pool = None
         self._lock = None
+        self._lent = 0
