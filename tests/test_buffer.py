@@ -1,5 +1,5 @@
 """BufferMemory: the AgentLIB vectors (spec §10), adjusted where our decisions differ, on both
-backends (in memory and SQLite)."""
+backends (in memory, SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -36,14 +36,21 @@ class Clock:
         return self.now
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def make(request: pytest.FixtureRequest, tmp_path: Path):
+    built: list[BufferMemory] = []
+
     def build(*args: Any, **kwargs: Any) -> BufferMemory:
         if request.param == "sqlite":
             kwargs.setdefault("path", tmp_path / "conversations.db")
-        return BufferMemory(*args, **kwargs)
+        elif request.param == "postgres":
+            kwargs.setdefault("dsn", request.getfixturevalue("postgres_dsn"))
+        built.append(BufferMemory(*args, **kwargs))
+        return built[-1]
 
-    return build
+    yield build
+    for memory in built:  # the test's database is dropped next: no connection may stay open
+        asyncio.run(memory.aclose())
 
 
 async def test_t1_adjusted_cut_history_starts_at_a_user_turn(make) -> None:

@@ -1,4 +1,4 @@
-"""Persisted BufferMemory across real processes sharing one SQLite file.
+"""Persisted BufferMemory across real processes sharing one SQLite file or PostgreSQL table.
 
 Children are fresh interpreters (``sys.executable -c``) that report JSON on stdout and run with
 ``-W error``; a child that prints anything on stderr fails the test. Also covers files the
@@ -73,6 +73,21 @@ def grown(tag, n):
 
 args = json.loads(sys.stdin.readline())
 """
+
+
+Place = Callable[[str], dict[str, str]]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
+    """Where the children keep sessions: ``name`` gives the BufferMemory arguments of a store."""
+
+    def where(name: str) -> dict[str, str]:
+        if request.param == "postgres":
+            return {"dsn": request.getfixturevalue("postgres_dsn"), "table": name}
+        return {"path": str(tmp_path / f"{name}.db")}
+
+    return where
 
 
 def _command(body: str) -> list[str]:
@@ -153,7 +168,7 @@ def _non_system(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 READ_ALL = """
 async def main():
-    async with BufferMemory(max_messages=None, path=args["path"]) as buffer:
+    async with BufferMemory(max_messages=None, **args["where"]) as buffer:
         entries = [entry_json(e) for e in await buffer.entries()]
         reads = {e["session_id"]: await buffer.read(e["session_id"]) for e in entries}
         print(json.dumps({"entries": entries, "reads": reads, "count": buffer.session_count}))
@@ -167,7 +182,7 @@ asyncio.run(main())
 
 WRITE_ONE = """
 async def main():
-    async with BufferMemory(path=args["path"]) as buffer:
+    async with BufferMemory(**args["where"]) as buffer:
         await buffer.write(args["messages"], "chat", agent_name="writer", tags={"run": "1"})
         (entry,) = await buffer.entries("chat")
         print(json.dumps(entry_json(entry)))
@@ -177,7 +192,7 @@ asyncio.run(main())
 
 READ_ONE = """
 async def main():
-    async with BufferMemory(path=args["path"]) as buffer:
+    async with BufferMemory(**args["where"]) as buffer:
         (before,) = await buffer.entries("chat")
         read = await buffer.read("chat")
         (after,) = await buffer.entries("chat")
@@ -239,11 +254,11 @@ CONVERSATION: list[dict[str, Any]] = [
 
 
 def test_a_session_written_by_one_process_reads_back_equal_in_a_fresh_process(
-    tmp_path: Path,
+    place: Place,
 ) -> None:
-    path = str(tmp_path / "conversations.db")
-    written = _run(WRITE_ONE, path=path, messages=CONVERSATION)
-    seen = _run(READ_ONE, path=path)
+    where = place("conversations")
+    written = _run(WRITE_ONE, where=where, messages=CONVERSATION)
+    seen = _run(READ_ONE, where=where)
 
     assert written["messages"] == _non_system(CONVERSATION)
     assert seen["read"] == _non_system(CONVERSATION)
@@ -259,7 +274,7 @@ def test_a_session_written_by_one_process_reads_back_equal_in_a_fresh_process(
 
 WRITE_MANY_SESSIONS = """
 async def main():
-    buffer = BufferMemory(max_messages=None, path=args["path"])  # opens the file on first use
+    buffer = BufferMemory(max_messages=None, **args["where"])  # opens the file on first use
     print("ready", flush=True)
     sys.stdin.readline()
     written = {}
@@ -275,16 +290,16 @@ asyncio.run(main())
 """
 
 
-def test_two_processes_writing_different_sessions_at_once_lose_nothing(tmp_path: Path) -> None:
-    path = str(tmp_path / "shared.db")
+def test_two_processes_writing_different_sessions_at_once_lose_nothing(place: Place) -> None:
+    where = place("shared")
     tags = ["p0", "p1"]
-    arg_list = [{"path": path, "tag": tag, "writes": 50} for tag in tags]
+    arg_list = [{"where": where, "tag": tag, "writes": 50} for tag in tags]
     with _children(WRITE_MANY_SESSIONS, arg_list) as children:
         results = _release_together(children)
 
     written = {session: messages for result in results for session, messages in result.items()}
     assert len(written) == 100
-    view = _run(READ_ALL, path=path)
+    view = _run(READ_ALL, where=where)
     assert view["count"] == 100
     assert view["reads"] == written
     assert {e["session_id"] for e in view["entries"]} == set(written)
@@ -301,7 +316,7 @@ def test_two_processes_writing_different_sessions_at_once_lose_nothing(tmp_path:
 
 WRITE_ONE_SESSION = """
 async def main():
-    buffer = BufferMemory(max_messages=None, path=args["path"])
+    buffer = BufferMemory(max_messages=None, **args["where"])
     print("ready", flush=True)
     sys.stdin.readline()
     tag, writes, reads, ids = args["tag"], [], [], set()
@@ -317,9 +332,9 @@ asyncio.run(main())
 """
 
 
-def test_processes_writing_one_session_at_once_leave_one_whole_write(tmp_path: Path) -> None:
-    path = str(tmp_path / "same.db")
-    arg_list = [{"path": path, "tag": f"p{n}", "writes": 25} for n in range(4)]
+def test_processes_writing_one_session_at_once_leave_one_whole_write(place: Place) -> None:
+    where = place("same")
+    arg_list = [{"where": where, "tag": f"p{n}", "writes": 25} for n in range(4)]
     with _children(WRITE_ONE_SESSION, arg_list) as children:
         results = _release_together(children)
 
@@ -328,7 +343,7 @@ def test_processes_writing_one_session_at_once_leave_one_whole_write(tmp_path: P
     for result in results:
         for read in result["reads"]:
             assert json.dumps(read) in candidates, f"a read mixed several writes: {read}"
-    view = _run(READ_ALL, path=path)
+    view = _run(READ_ALL, where=where)
     assert list(view["reads"]) == ["same"] and view["count"] == 1
     assert json.dumps(view["reads"]["same"]) in lasts, "the last commit is some writer's last"
     (entry,) = view["entries"]
@@ -341,7 +356,7 @@ def test_processes_writing_one_session_at_once_leave_one_whole_write(tmp_path: P
 
 WRITE_UNTIL_KILLED = """
 async def main():
-    async with BufferMemory(max_messages=None, path=args["path"]) as buffer:
+    async with BufferMemory(max_messages=None, **args["where"]) as buffer:
         for n in range(1, 10_000):
             await buffer.write(grown("k", n), "grow")
             await buffer.write(exchange("s", n), f"s-{n}")
@@ -352,9 +367,9 @@ asyncio.run(main())
 
 
 @pytest.mark.parametrize("acknowledged", [1, 30])
-def test_a_write_that_returned_survives_sigkill(tmp_path: Path, acknowledged: int) -> None:
-    path = str(tmp_path / "killed.db")
-    with _children(WRITE_UNTIL_KILLED, [{"path": path}]) as (child,):
+def test_a_write_that_returned_survives_sigkill(place: Place, acknowledged: int) -> None:
+    where = place("killed")
+    with _children(WRITE_UNTIL_KILLED, [{"where": where}]) as (child,):
         assert child.stdout is not None
         for expected in range(1, acknowledged + 1):
             assert child.stdout.readline().strip() == str(expected)
@@ -362,15 +377,16 @@ def test_a_write_that_returned_survives_sigkill(tmp_path: Path, acknowledged: in
         child.wait(timeout=CHILD_TIMEOUT)
         assert child.returncode == -signal.SIGKILL
 
-    view = _run(READ_ALL, path=path)
+    view = _run(READ_ALL, where=where)
     expected = _run(EXPECTED_AFTER_KILL, n=acknowledged + 1)
     done = len(view["reads"]) - 1  # the child may have finished one more write pair, or half
     assert done in (acknowledged, acknowledged + 1)
     for n in range(1, done + 1):
         assert view["reads"][f"s-{n}"] == expected["sessions"][n - 1]
     assert view["reads"]["grow"] in expected["grow"][acknowledged - 1 :]
-    with closing(sqlite3.connect(path)) as db:
-        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    if "path" in where:
+        with closing(sqlite3.connect(where["path"])) as db:
+            assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
 
 EXPECTED_AFTER_KILL = """
@@ -385,7 +401,7 @@ print(json.dumps({"sessions": sessions, "grow": [grown("k", i) for i in range(1,
 
 FIRST = """
 async def main():
-    async with BufferMemory(path=args["path"]) as buffer:
+    async with BufferMemory(**args["where"]) as buffer:
         for session in ("a", "b", "c"):
             await buffer.write(exchange(session, 0), session)
         print(json.dumps([entry_json(e) for e in await buffer.entries()]))
@@ -395,7 +411,7 @@ asyncio.run(main())
 
 SECOND = """
 async def main():
-    async with BufferMemory(path=args["path"]) as buffer:
+    async with BufferMemory(**args["where"]) as buffer:
         await buffer.write(grown("b", 3), "b", agent_name="second")
         await buffer.write(grown("a", 2), "a")
         await buffer.write(exchange("d", 0), "d")
@@ -407,18 +423,18 @@ asyncio.run(main())
 
 ENTRIES = """
 async def main():
-    async with BufferMemory(path=args["path"]) as buffer:
+    async with BufferMemory(**args["where"]) as buffer:
         print(json.dumps([entry_json(e) for e in await buffer.entries()]))
 
 asyncio.run(main())
 """
 
 
-def test_entries_keep_order_ids_and_creation_times_across_processes(tmp_path: Path) -> None:
-    path = str(tmp_path / "order.db")
-    first = {e["session_id"]: e for e in _run(FIRST, path=path)}
-    second_list = _run(SECOND, path=path)
-    third_list = _run(ENTRIES, path=path)
+def test_entries_keep_order_ids_and_creation_times_across_processes(place: Place) -> None:
+    where = place("order")
+    first = {e["session_id"]: e for e in _run(FIRST, where=where)}
+    second_list = _run(SECOND, where=where)
+    third_list = _run(ENTRIES, where=where)
 
     assert list(first) == ["a", "b", "c"]
     assert [e["session_id"] for e in second_list] == ["a", "b", "c", "d"]

@@ -1,4 +1,4 @@
-"""Property tests of BufferMemory on both backends (in memory, and an SQLite file).
+"""Property tests of BufferMemory on every backend (in memory, an SQLite file, PostgreSQL).
 
 Random conversations mix OpenAI-style messages (text, content parts, ``tool_calls`` answered by
 ``tool`` messages), Strands-style ones (``toolUse`` blocks answered by user ``toolResult``
@@ -30,7 +30,7 @@ Message = dict[str, Any]
 SETTINGS = settings(
     max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-BACKENDS = pytest.mark.parametrize("backend", ["memory", "sqlite"])
+BACKENDS = pytest.mark.parametrize("backend", ["memory", "sqlite", "postgres"])
 
 TEXT = st.text(max_size=24) | st.sampled_from(["", "ok", "😀😀 emoji", "ünïcödé ✓", "a" * 90])
 KINDS = st.sampled_from(
@@ -256,9 +256,14 @@ def conversations(draw: st.DrawFn, max_steps: int = 20) -> list[Message]:
     return _conversation(draw, Serial(), max_steps)
 
 
-def make_buffer(backend: str, tmp_path: Path, **options: Any) -> BufferMemory:
-    path = None if backend == "memory" else tmp_path / f"{uuid.uuid4().hex}.db"
-    return BufferMemory(path=path, **options)
+def make_buffer(backend: str, request: pytest.FixtureRequest, **options: Any) -> BufferMemory:
+    """A new, empty buffer on ``backend``: a new file, or a new table of the test's database."""
+    name = uuid.uuid4().hex
+    if backend == "postgres":
+        dsn = request.getfixturevalue("postgres_dsn")
+        return BufferMemory(dsn=dsn, table=f"t_{name}", **options)
+    path: Path | None = request.getfixturevalue("tmp_path") / f"{name}.db"
+    return BufferMemory(path=None if backend == "memory" else path, **options)
 
 
 def non_system(messages: Sequence[Message]) -> list[Message]:
@@ -320,12 +325,12 @@ def check_window(
 @SETTINGS
 @given(scenario=scenarios())
 def test_reads_after_any_writes_respect_every_limit_and_the_turn_boundary(
-    backend: str, tmp_path: Path, scenario: Scenario
+    backend: str, request: pytest.FixtureRequest, scenario: Scenario
 ) -> None:
     cost = COUNTERS[scenario.counter]
     buffer = make_buffer(
         backend,
-        tmp_path,
+        request,
         max_messages=scenario.max_messages,
         max_tokens=scenario.max_tokens,
         token_counter=cost,
@@ -370,14 +375,14 @@ def test_reads_after_any_writes_respect_every_limit_and_the_turn_boundary(
 )
 def test_seeded_system_messages_lead_every_read_and_the_rest_fits_what_is_left(
     backend: str,
-    tmp_path: Path,
+    request: pytest.FixtureRequest,
     seed: list[Message],
     max_tokens: int | None,
     max_messages: int | None,
 ) -> None:
     buffer = make_buffer(
         backend,
-        tmp_path,
+        request,
         max_messages=max_messages,
         max_tokens=max_tokens,
         default_store={"seed": seed},
@@ -419,9 +424,9 @@ def vandalize(value: Any) -> None:
 )
 @given(conversation=conversations(), limit=st.none() | st.integers(1, 12))
 def test_reads_entries_and_writes_are_copies(
-    backend: str, tmp_path: Path, conversation: list[Message], limit: int | None
+    backend: str, request: pytest.FixtureRequest, conversation: list[Message], limit: int | None
 ) -> None:
-    buffer = make_buffer(backend, tmp_path, max_messages=None)
+    buffer = make_buffer(backend, request, max_messages=None)
     written = copy.deepcopy(conversation)
     tags = {"topic": "copies"}
 

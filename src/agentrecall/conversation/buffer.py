@@ -12,6 +12,7 @@ from typing import Any, TypeVar, cast
 
 from agentrecall._internal.checks import check_optional_text, seconds
 from agentrecall._internal.text import check_text, has_surrogate
+from agentrecall.conversation.postgres_sessions import PostgresSessions
 from agentrecall.conversation.sessions import (
     MemorySessions,
     SessionBackend,
@@ -64,9 +65,13 @@ class BufferMemory:
     """Per-session conversation history, trimmed by message count and token budget.
 
     An agent hands over the whole conversation after each run (:meth:`write`) and reads it
-    back before the next (:meth:`read`). Sessions live in memory, or in an SQLite file when
+    back before the next (:meth:`read`). Sessions live in memory; in an SQLite file when
     ``path`` is given, where they survive restarts and are shared by every process that opens
-    the file; both behave the same.
+    the file; or in a PostgreSQL table when ``dsn`` is given, shared by every machine that
+    reaches the server, so a conversation continues wherever the next turn runs. All behave
+    the same. With PostgreSQL, a server that cannot be reached, or a connection lost during a
+    call, raises :class:`~agentrecall.errors.ServerUnavailableError`, which is safe to retry:
+    a write replaces the session whole, so a repeated one stores nothing twice.
 
     Behaviour, and where it differs from AgentLIB's ``BufferMemory``:
 
@@ -117,17 +122,25 @@ class BufferMemory:
         default_store: Mapping[str, Sequence[Message]] | None = None,
         *,
         path: str | os.PathLike[str] | None = None,
+        dsn: str | None = None,
+        schema: str = "agentrecall",
+        table: str = "buffer_sessions",
         token_counter: TokenCounter | None = None,
         idle_ttl: float | timedelta | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        """Configure the buffer; a persisted one opens its file on first use.
+        """Configure the buffer; a persisted one opens its file or connects on first use.
 
         Args:
             max_messages: messages kept per session at write time; ``None`` for no cap.
             max_tokens: token budget of what ``read`` returns; ``None`` for no budget.
             default_store: sessions to start from, by session id (copied).
             path: an SQLite file to keep sessions in; ``None`` keeps them in memory.
+            dsn: a PostgreSQL connection string (``postgresql://user@host:5432/db``) to keep
+                sessions in that database instead (needs ``agentrecall[postgres]``).
+            schema: with ``dsn``, the schema of the sessions' table (created when absent).
+            table: with ``dsn``, the table's name; buffers with different tables share a
+                database without touching each other.
             token_counter: ``message -> tokens``; see :func:`agentrecall.tiktoken_counter`.
             idle_ttl: forget sessions untouched for this long (seconds or ``timedelta``).
             clock: the time source, Unix seconds (tests pass a fake one).
@@ -143,9 +156,7 @@ class BufferMemory:
         self._idle_ttl = seconds(idle_ttl, "idle_ttl")
         self._clock = clock
         self._seeds = _copy_seeds(default_store)
-        self._backend: SessionBackend = (
-            MemorySessions() if path is None else SQLiteSessions(os.fspath(path))
-        )
+        self._backend = _backend(path, dsn, schema, table)
 
     @property
     def session_count(self) -> int:
@@ -296,6 +307,20 @@ class BufferMemory:
         if idle_before is not None:
             self._backend.purge_idle(idle_before)
         return len(self._backend.session_ids() | set(self._seeds))
+
+
+def _backend(
+    path: str | os.PathLike[str] | None, dsn: str | None, schema: str, table: str
+) -> SessionBackend:
+    if path is not None and dsn is not None:
+        raise InvalidArgumentError(
+            "pass path= (an SQLite file) or dsn= (a PostgreSQL database), not both"
+        )
+    if dsn is not None:
+        return PostgresSessions(dsn, schema=schema, table=table)
+    if (schema, table) != ("agentrecall", "buffer_sessions"):
+        raise InvalidArgumentError("schema= and table= name a PostgreSQL table: pass dsn= too")
+    return MemorySessions() if path is None else SQLiteSessions(os.fspath(path))
 
 
 def _entry(record: SessionRecord) -> BufferEntry:

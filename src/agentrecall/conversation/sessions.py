@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 import threading
 from collections.abc import Callable, Sequence
@@ -9,6 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from agentrecall._internal.ids import new_id
+from agentrecall._internal.text import has_surrogate
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.messages import Message
 
@@ -30,6 +32,11 @@ class SessionRecord:
     agent_name: str | None
     tags: dict[str, str] | None
     token_count: int
+
+
+COLUMNS = "session_id, entry_id, messages, created_at, accessed_at, agent_name, tags, token_count"
+"""The columns of a stored session, in the order of :func:`row_from_record`, for the SQL
+backends."""
 
 
 class SessionBackend(Protocol):
@@ -215,3 +222,55 @@ def _thawed(stored: tuple[SessionRecord, bytes]) -> SessionRecord:
 
 def _idle(record: SessionRecord, idle_before: float | None) -> bool:
     return idle_before is not None and record.accessed_at < idle_before
+
+
+def row_from_record(record: SessionRecord, where: str) -> tuple[Any, ...]:
+    """Return ``record`` as a database row of :data:`COLUMNS`: messages and tags as JSON text.
+
+    A record without ``entry_id`` gets a new one. ``where`` names the database in messages.
+
+    Raises:
+        UnstorableMessage: a message JSON cannot hold, or one with a lone surrogate anywhere.
+    """
+    try:
+        messages = json.dumps(plain(record.messages), ensure_ascii=False)
+    except (TypeError, ValueError) as error:
+        position = first_failure(record.messages, json.dumps)
+        raise UnstorableMessage(
+            position, f"{where} keeps messages as JSON and this one is not ({error})"
+        ) from error
+    if has_surrogate(messages):
+        # Anywhere in a message (a tool call's arguments, say), not only in the text that
+        # check_message reads: the databases take only text UTF-8 can encode.
+        position = first_failure(record.messages, _utf8_json)
+        raise UnstorableMessage(
+            position, f"{where} keeps messages as UTF-8 text and this one holds a lone surrogate"
+        )
+    return (
+        record.session_id,
+        record.entry_id or new_id(),
+        messages,
+        record.created_at,
+        record.accessed_at,
+        record.agent_name,
+        None if record.tags is None else json.dumps(record.tags, ensure_ascii=False),
+        record.token_count,
+    )
+
+
+def record_from_row(row: Sequence[Any]) -> SessionRecord:
+    """Return the record a row of :data:`COLUMNS` holds."""
+    return SessionRecord(
+        session_id=row[0],
+        entry_id=row[1],
+        messages=json.loads(row[2]),
+        created_at=row[3],
+        accessed_at=row[4],
+        agent_name=row[5],
+        tags=None if row[6] is None else json.loads(row[6]),
+        token_count=row[7],
+    )
+
+
+def _utf8_json(message: Any) -> bytes:
+    return json.dumps(message, ensure_ascii=False).encode("utf-8")

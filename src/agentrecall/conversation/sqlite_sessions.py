@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from agentrecall._internal.checks import check_busy_timeout
-from agentrecall._internal.ids import new_id
 from agentrecall._internal.sqlite import Database
 from agentrecall._internal.sqlite_errors import is_full, is_read_only
-from agentrecall._internal.text import has_surrogate
 from agentrecall.conversation.sessions import (
+    COLUMNS,
     SessionRecord,
-    UnstorableMessage,
-    first_failure,
-    plain,
+    record_from_row,
+    row_from_record,
 )
 from agentrecall.errors import StorageError
 
@@ -39,8 +36,6 @@ _MIGRATIONS = [
     CREATE INDEX buffer_sessions_accessed ON buffer_sessions (accessed_at);
     """,
 ]
-
-_COLUMNS = "session_id, entry_id, messages, created_at, accessed_at, agent_name, tags, token_count"
 
 
 class SQLiteSessions:
@@ -72,14 +67,14 @@ class SQLiteSessions:
         """Return the session, or ``None``."""
         rows = self._run(
             lambda db: db.execute(
-                f"SELECT {_COLUMNS} FROM buffer_sessions WHERE session_id = ?", (session_id,)
+                f"SELECT {COLUMNS} FROM buffer_sessions WHERE session_id = ?", (session_id,)
             ).fetchall()
         )
-        return _record(rows[0]) if rows else None
+        return record_from_row(rows[0]) if rows else None
 
     def put(self, record: SessionRecord, idle_before: float | None) -> SessionRecord:
         """Store ``record`` durably (see ``SessionBackend.put``)."""
-        row = _row(record, self.path)
+        row = row_from_record(record, f"'{self.path}'")
 
         def write(db: sqlite3.Connection) -> SessionRecord:
             if idle_before is not None:
@@ -88,7 +83,7 @@ class SQLiteSessions:
                     (record.session_id, idle_before),
                 )
             stored = db.execute(
-                f"INSERT INTO buffer_sessions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                f"INSERT INTO buffer_sessions ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (session_id) DO UPDATE SET messages = excluded.messages, "
                 "accessed_at = excluded.accessed_at, agent_name = excluded.agent_name, "
                 "tags = excluded.tags, token_count = excluded.token_count "
@@ -121,7 +116,7 @@ class SQLiteSessions:
                 )
             return db.execute(
                 "UPDATE buffer_sessions SET accessed_at = ? WHERE session_id = ? "
-                f"RETURNING {_COLUMNS}",
+                f"RETURNING {COLUMNS}",
                 (when, session_id),
             ).fetchall()
 
@@ -137,7 +132,7 @@ class SQLiteSessions:
             if record is None or (idle_before is not None and record.accessed_at < idle_before):
                 return None
             return record
-        return _record(rows[0]) if rows else None
+        return record_from_row(rows[0]) if rows else None
 
     def delete(self, session_id: str | None) -> None:
         """Remove one session, or all."""
@@ -157,9 +152,9 @@ class SQLiteSessions:
             record = self.get(session_id)
             return [] if record is None else [record]
         rows = self._run(
-            lambda db: db.execute(f"SELECT {_COLUMNS} FROM buffer_sessions ORDER BY seq").fetchall()
+            lambda db: db.execute(f"SELECT {COLUMNS} FROM buffer_sessions ORDER BY seq").fetchall()
         )
-        return [_record(row) for row in rows]
+        return [record_from_row(row) for row in rows]
 
     def session_ids(self) -> set[str]:
         """Return the ids of every stored session."""
@@ -187,47 +182,3 @@ class SQLiteSessions:
         durable: bool = True,
     ) -> T:
         return self._db.run(operation, write=write, durable=durable)
-
-
-def _row(record: SessionRecord, path: str) -> tuple[Any, ...]:
-    try:
-        messages = json.dumps(plain(record.messages), ensure_ascii=False)
-    except (TypeError, ValueError) as error:
-        position = first_failure(record.messages, json.dumps)
-        raise UnstorableMessage(
-            position, f"'{path}' keeps messages as JSON and this one is not ({error})"
-        ) from error
-    if has_surrogate(messages):
-        # Anywhere in a message (a tool call's arguments, say), not only in the text that
-        # check_message reads: SQLite takes only text UTF-8 can encode.
-        position = first_failure(record.messages, _utf8_json)
-        raise UnstorableMessage(
-            position, f"'{path}' keeps messages as UTF-8 text and this one holds a lone surrogate"
-        )
-    return (
-        record.session_id,
-        record.entry_id or new_id(),
-        messages,
-        record.created_at,
-        record.accessed_at,
-        record.agent_name,
-        None if record.tags is None else json.dumps(record.tags, ensure_ascii=False),
-        record.token_count,
-    )
-
-
-def _utf8_json(message: Any) -> bytes:
-    return json.dumps(message, ensure_ascii=False).encode("utf-8")
-
-
-def _record(row: tuple[Any, ...]) -> SessionRecord:
-    return SessionRecord(
-        session_id=row[0],
-        entry_id=row[1],
-        messages=json.loads(row[2]),
-        created_at=row[3],
-        accessed_at=row[4],
-        agent_name=row[5],
-        tags=None if row[6] is None else json.loads(row[6]),
-        token_count=row[7],
-    )
