@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrecall import __version__
-from agentrecall.cli import mcp_command, opening, report, upgrading
+from agentrecall.cli import mcp_command, opening, report, transfer, upgrading
 from agentrecall.cli.embedding import LOCAL, embedder_named
 from agentrecall.cli.migrating import migrate_to
 from agentrecall.errors import InvalidArgumentError
@@ -279,6 +279,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
     _store_commands(commands, common)
     mcp_command.add_parser(commands, common, default=DEFAULT_STORE)
+    transfer.add_parsers(commands, common, default=DEFAULT_STORE)
     _file_commands(commands, output)
     return parser
 

@@ -18,8 +18,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from agentrecall.cli import opening, report
-from agentrecall.errors import InvalidArgumentError
-from agentrecall.stores.base import Capability, MemoryStore
+from agentrecall.stores.base import MemoryStore
 
 if TYPE_CHECKING:
     from agentrecall.memory.manager import MemoryManager
@@ -27,7 +26,6 @@ if TYPE_CHECKING:
 TOKEN_ENV = "AGENTRECALL_MCP_TOKEN"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
-SCOPE_FLAGS = ("user_id", "agent_id", "session_id")
 HTTP_ONLY = ("host", "port", "token", "allow_remote")
 
 EPILOG = f"""\
@@ -80,9 +78,7 @@ def add_parser(commands: Any, common: argparse.ArgumentParser, *, default: str) 
     writes = parser.add_mutually_exclusive_group()
     writes.add_argument("--read-only", action="store_true", help="open the store read-only")
     writes.add_argument("--allow-forget", action="store_true", help="offer forget_memory too")
-    for flag in SCOPE_FLAGS:
-        name = flag.replace("_", "-")
-        parser.add_argument(f"--{name}", dest=flag, metavar="ID", help=f"serve only this {flag}")
+    opening.add_scope_options(parser, "serve only this")
     parser.set_defaults(serve=lambda args: _serve(args, parser, default))
 
 
@@ -96,7 +92,9 @@ def _serve(args: argparse.Namespace, parser: argparse.ArgumentParser, default: s
         return report.fail(str(error), report.FAILED, as_json=getattr(args, "json", False))
     token = _token(args) if args.http else None
     args.creates = not args.read_only  # a server that may add creates its store's file
-    store = _scoped(opening.open_store(args, default=default, writable=not args.read_only), args)
+    store = opening.scoped(
+        opening.open_store(args, default=default, writable=not args.read_only), args
+    )
     manager = MemoryManager(
         [store], add_tool=store.writable, forget_tool=args.allow_forget, injection=False
     )
@@ -149,20 +147,6 @@ def _check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
             f"argument --host: {host} is not a loopback address; add --allow-remote to serve "
             "other machines (they need the token too)"
         )
-
-
-def _scoped(store: MemoryStore, args: argparse.Namespace) -> MemoryStore:
-    ids = {flag: getattr(args, flag) for flag in SCOPE_FLAGS if getattr(args, flag) is not None}
-    if not ids:
-        return store
-    if Capability.SCOPE not in getattr(store, "capabilities", frozenset()):
-        flag = "--" + next(iter(ids)).replace("_", "-")
-        raise InvalidArgumentError(
-            f"{flag}: the store '{store.name}' ({type(store).__name__}) has no scopes; "
-            "serve an SQLite store (--db or --store) to serve one user, agent or session"
-        )
-    view: MemoryStore = store.scope(**ids)  # type: ignore[attr-defined]
-    return view
 
 
 class _OneLine(logging.Formatter):

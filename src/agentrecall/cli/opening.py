@@ -14,10 +14,13 @@ import os
 
 from agentrecall.cli.report import note
 from agentrecall.embeddings.base import Embedder
-from agentrecall.errors import StorageError
-from agentrecall.stores.base import MemoryStore
+from agentrecall.errors import InvalidArgumentError, StorageError
+from agentrecall.stores.base import Capability, MemoryStore
 from agentrecall.stores.jsonfile import JsonFileStore
 from agentrecall.stores.sqlite import SQLiteStore
+
+SCOPE_FLAGS = ("user_id", "agent_id", "session_id")
+"""The scope options' destinations: ``--user-id``, ``--agent-id``, ``--session-id``."""
 
 
 def open_store(
@@ -56,6 +59,32 @@ def open_store(
     if isinstance(store, SQLiteStore):
         note_if_empty(path, size)
     return store
+
+
+def add_scope_options(parser: argparse.ArgumentParser, purpose: str) -> None:
+    """Add ``--user-id``, ``--agent-id`` and ``--session-id``, each helped as ``purpose``."""
+    for flag in SCOPE_FLAGS:
+        name = flag.replace("_", "-")
+        parser.add_argument(f"--{name}", dest=flag, metavar="ID", help=f"{purpose} {flag}")
+
+
+def scoped(store: MemoryStore, args: argparse.Namespace) -> MemoryStore:
+    """Return the view of ``store`` that the scope options name, or ``store`` without them.
+
+    Raises:
+        InvalidArgumentError: a scope option names a store that has no scopes.
+    """
+    ids = {flag: getattr(args, flag) for flag in SCOPE_FLAGS if getattr(args, flag) is not None}
+    if not ids:
+        return store
+    if Capability.SCOPE not in getattr(store, "capabilities", frozenset()):
+        flag = "--" + next(iter(ids)).replace("_", "-")
+        raise InvalidArgumentError(
+            f"{flag}: the store '{store.name}' ({type(store).__name__}) has no scopes; "
+            "use an SQLite store (--db or --store) for one user, agent or session"
+        )
+    view: MemoryStore = store.scope(**ids)  # type: ignore[attr-defined]
+    return view
 
 
 def _open_named(
