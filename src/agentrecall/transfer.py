@@ -166,18 +166,20 @@ async def import_stream(
             store cannot take what the file holds (history, for a store keeping none).
         AgentRecallError: the store failed.
     """
-    first = await asyncio.to_thread(stream.readline)
-    if not first.strip():
+    blank, first = await asyncio.to_thread(_first_line, stream)
+    if not first:
         raise InvalidFileError(
             f"{where} is empty: expected an agentrecall export or a Strands memory file",
             path=where,
         )
     loader = _Loader(store, where, skip_existing, progress)
-    if first.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"["):
-        records = await asyncio.to_thread(_strands_records, first, stream, where)
+    if first.lstrip(b"\xef\xbb\xbf \t").startswith(b"["):
+        records = await asyncio.to_thread(_strands_records, blank + first, stream, where)
         loader.total = len(records)
         await loader.memories(records)
         return loader.result("strands")
+    if blank:
+        raise InvalidFileError(f"{where}, line 1: expected the export's header", path=where)
     header = parse_header(first, where)
     if header.versions and Capability.HISTORY not in _capabilities(store):
         raise InvalidArgumentError(
@@ -187,6 +189,14 @@ async def import_stream(
     loader.total = header.memories + header.versions
     await _load_lines(loader, _LineReader(stream, where, header, batch))
     return loader.result("export")
+
+
+def _first_line(stream: BinaryIO) -> tuple[bytes, bytes]:
+    """Return the blank lines at the start of ``stream``, and the first other line."""
+    blank = b""
+    while (line := stream.readline()) and not line.strip():
+        blank += line
+    return blank, line
 
 
 def _strands_records(first: bytes, stream: BinaryIO, where: str) -> list[tuple[int, MemoryRecord]]:
