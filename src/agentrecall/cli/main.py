@@ -20,10 +20,7 @@ from typing import Any
 from agentrecall import __version__
 from agentrecall.cli import mcp_command, opening, report, transfer, upgrading
 from agentrecall.cli.embedding import LOCAL, embedder_named
-from agentrecall.cli.migrating import migrate_to
 from agentrecall.errors import InvalidArgumentError
-from agentrecall.evaluation import locomo
-from agentrecall.migrate import ProgressBar, store_kind
 from agentrecall.stores.base import MemoryStore
 from agentrecall.stores.jsonfile import JsonFileStore
 from agentrecall.stores.sqlite import SQLiteStore
@@ -135,6 +132,8 @@ def _reindex(memory: SyncStore, args: argparse.Namespace) -> int:
             raise InvalidArgumentError("reindex needs an SQLite store (--store or --db)")
         _emit(args, {"reindexed": 0}, "the store does not exist yet: nothing to reindex")
         return report.OK
+    from agentrecall.migrate import ProgressBar  # loaded by the commands that draw a bar
+
     # The bar is for a person watching; a log or a pipe gets only the summary on stdout.
     bar = ProgressBar(sys.stderr) if sys.stderr.isatty() else None
     try:
@@ -165,6 +164,8 @@ def _eval_store(args: argparse.Namespace) -> Callable[[Path], MemoryStore]:
 
 
 def _eval_locomo(args: argparse.Namespace) -> int:
+    from agentrecall.evaluation import locomo  # only this command needs it loaded
+
     conversations = locomo.load(args.file)
     rows = asyncio.run(locomo.evaluate(conversations, _eval_store(args)))
     data = [{"group": r.group, "questions": r.questions, **r.means} for r in rows]
@@ -173,6 +174,8 @@ def _eval_locomo(args: argparse.Namespace) -> int:
 
 
 def _migrate(args: argparse.Namespace) -> int:
+    from agentrecall.cli.migrating import migrate_to  # only this command needs it loaded
+
     result = migrate_to(
         args.source, args.destination, flatten=args.flatten, drop_history=args.drop_history
     )
@@ -187,6 +190,8 @@ def _migrate(args: argparse.Namespace) -> int:
 
 
 def _store_file(text: str) -> str:
+    from agentrecall.migrate import store_kind
+
     try:
         store_kind(text)
     except ValueError as error:
