@@ -10,6 +10,7 @@ that takes ``import_records``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -32,10 +33,16 @@ from agentrecall.stores.jsonformat import parse_records
 from agentrecall.stores.sqlite import SQLiteStore
 from agentrecall.types import MemoryRecord, MemoryVersion
 
-__all__ = ["DEFAULT_BATCH", "ImportResult", "export_store", "import_stream"]
+__all__ = ["DEFAULT_BATCH", "EXPORT_BATCH", "ImportResult", "export_store", "import_stream"]
 
-DEFAULT_BATCH = 10_000
-"""Memories (or versions) per read, per write and per transaction."""
+DEFAULT_BATCH = 50_000
+"""Lines per batch of an import: one check, one ``import_records`` call, one transaction.
+
+Large enough that the commits do not slow a bulk import into SQLite (at 5,000 a call it
+runs at about two thirds of the speed)."""
+
+EXPORT_BATCH = 10_000
+"""Memories (or versions) an export holds at a time."""
 
 Progress = Callable[[int, int], None]
 
@@ -73,8 +80,7 @@ class _LineWriter:
         self._done = self._total = 0
 
     def counts(self, memories: int, versions: int) -> None:
-        header = self._header
-        self._header = Header(header.store, header.created_at, memories, versions, header.scope)
+        self._header = dataclasses.replace(self._header, memories=memories, versions=versions)
         self._total = memories + versions
         self._out.write(encode_header(self._header).encode() + b"\n")
         self._report(0)
@@ -105,7 +111,7 @@ async def export_store(
     *,
     scope: dict[str, str | None] | None = None,
     progress: Progress | None = None,
-    batch: int = DEFAULT_BATCH,
+    batch: int = EXPORT_BATCH,
 ) -> Header:
     """Write every memory of ``store`` (and its history, if it keeps one) to ``out``.
 
@@ -115,14 +121,13 @@ async def export_store(
     the scope exported. ``progress(done, total)`` is called after the header and after each
     batch. Returns the header written.
     """
-    header = Header(store="json", created_at=utc_timestamp(), memories=0, versions=0)
-    if scope is not None:
-        header = Header("json", header.created_at, 0, 0, {k: scope.get(k) for k in SCOPE_KEYS})
+    kind = "sqlite" if isinstance(store, SQLiteStore) else "json"
+    ids = {key: None if scope is None else scope.get(key) for key in SCOPE_KEYS}
+    header = Header(store=kind, created_at=utc_timestamp(), memories=0, versions=0, scope=ids)
+    writer = _LineWriter(out, header, progress)
     if isinstance(store, SQLiteStore):
-        writer = _LineWriter(out, _kind(header, "sqlite"), progress)
         await store.snapshot(writer, batch=batch)
         return writer.header
-    writer = _LineWriter(out, header, progress)
     total = await store.count()
     await asyncio.to_thread(writer.counts, total, 0)
     offset = 0
@@ -130,10 +135,6 @@ async def export_store(
         await asyncio.to_thread(writer.records, page)
         offset += len(page)
     return writer.header
-
-
-def _kind(header: Header, store: str) -> Header:
-    return Header(store, header.created_at, header.memories, header.versions, header.scope)
 
 
 async def import_stream(
@@ -172,8 +173,9 @@ async def import_stream(
             f"{where} is empty: expected an agentrecall export or a Strands memory file",
             path=where,
         )
-    loader = _Loader(store, where, skip_existing, progress)
-    if first.lstrip(b"\xef\xbb\xbf \t").startswith(b"["):
+    strands = first.lstrip(b"\xef\xbb\xbf \t").startswith(b"[")
+    loader = _Loader(store, where, skip_existing, progress, "record" if strands else "line")
+    if strands:
         records = await asyncio.to_thread(_strands_records, blank + first, stream, where)
         loader.total = len(records)
         await loader.memories(records)
@@ -200,9 +202,9 @@ def _first_line(stream: BinaryIO) -> tuple[bytes, bytes]:
 
 
 def _strands_records(first: bytes, stream: BinaryIO, where: str) -> list[tuple[int, MemoryRecord]]:
-    """Read the rest of a Strands file; return its records, numbered from 1 as errors say."""
+    """Read the rest of a Strands file; return its records, numbered from 0 as its errors are."""
     records = parse_records(first + stream.read(), where)
-    return [(i, memory_record(r)) for i, r in enumerate(records, 1)]
+    return [(i, memory_record(r)) for i, r in enumerate(records)]
 
 
 async def _load_lines(loader: _Loader, reader: _LineReader) -> None:
@@ -307,8 +309,10 @@ class _Loader:
         where: str,
         skip_existing: bool,
         progress: Progress | None,
+        unit: str,
     ) -> None:
         self.store = store
+        self.unit = unit  # how errors name an item's number: "line" or "record"
         self.where = where
         self.skip_existing = skip_existing
         self.progress = progress
@@ -350,8 +354,8 @@ class _Loader:
             if record.id in taken:
                 if not self.skip_existing:
                     raise InvalidArgumentError(
-                        f"{self.where}, line {number}: the store already holds a memory with "
-                        f"id {record.id!r}; pass --skip-existing to leave such memories out"
+                        f"{self.where}, {self.unit} {number}: the store already holds a memory "
+                        f"with id {record.id!r}; pass --skip-existing to leave such memories out"
                     )
                 self.existing += 1
                 continue
@@ -376,7 +380,7 @@ class _Loader:
             number = items[int(found.group(2))][0]
             kind = "memory" if found.group(1) == "record" else "version"
             detail = str(error)[found.end() :]
-            message = f"{self.where}, line {number}: {kind}{detail}"
+            message = f"{self.where}, {self.unit} {number}: {kind}{detail}"
             raise InvalidFileError(message, path=self.where) from error
         return count
 

@@ -7,7 +7,7 @@ on a terminal, and says what a failure left. What an import guarantees:
   file beside it and renamed into place at the end: the store appears complete, or not at
   all;
 * into a JSON file (``--path``), it is one write of the file: all or nothing;
-* into an existing SQLite store, each batch of 10,000 lines is checked whole and stored in
+* into an existing SQLite store, each batch of 50,000 lines is checked whole and stored in
   one transaction: a failure keeps the batches before it, the error says which lines those
   were, and running the same import again with ``--skip-existing`` adds the rest.
 """
@@ -46,7 +46,7 @@ examples:
 FILE is an agentrecall export or a Strands TestMemoryStore JSON file (told apart by their
 content). A memory whose id the store already holds stops the import with an error naming
 the id and line, unless --skip-existing leaves such memories out. A new store file appears
-only complete; an existing SQLite store takes the file in batches of 10,000 lines, one
+only complete; an existing SQLite store takes the file in batches of 50,000 lines, one
 transaction each: after a failure it keeps the batches before the line named, and the same
 import run again with --skip-existing adds the rest."""
 
