@@ -6,6 +6,7 @@ import asyncio
 import io
 import json
 import os
+import pty
 import subprocess
 import sys
 import tempfile
@@ -460,3 +461,26 @@ def test_a_strands_file_is_told_apart_by_its_content(
     assert "record 0: each record needs string 'id', 'content' and 'createdAt'" in err
     ok(capsys, "--db", str(tmp_path / "b.db"), "import", str(tmp_path / "s.json"))
     assert [r.content for r in seen(tmp_path / "b.db")["records"]] == ["one fact"]
+
+
+def test_a_terminal_gets_a_progress_bar_and_a_pipe_does_not(
+    small_export: bytes, tmp_path: Path
+) -> None:
+    file = tmp_path / "x.jsonl"
+    file.write_bytes(small_export)
+    command = [sys.executable, "-m", "agentrecall", "--db", str(tmp_path / "b.db")]
+    controller, terminal = pty.openpty()
+    try:
+        done = subprocess.run(
+            [*command, "import", str(file)], stdout=subprocess.PIPE, stderr=terminal, check=True
+        )
+        drawn = os.read(controller, 65536).decode()
+    finally:
+        os.close(terminal)
+        os.close(controller)
+    assert done.stdout.startswith(b"imported 3 memories")
+    assert f"\r[{'#' * 30}] 3/3" in drawn
+    piped = subprocess.run(
+        [*command, "export", "-o", str(tmp_path / "y.jsonl")], capture_output=True, check=True
+    )
+    assert piped.stderr == b""
