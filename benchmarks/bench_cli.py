@@ -44,6 +44,8 @@ from corpus import corpus, query_sample
 from timing import percentile
 
 from agentrecall import SQLiteStore
+from agentrecall.export_format import parse_line
+from agentrecall.transfer import DEFAULT_BATCH
 
 RESULTS = Path(__file__).resolve().parent / "results" / "cli.md"
 SEARCH_SIZE = 100_000
@@ -136,6 +138,22 @@ def search_times(path: Path, cold: Path) -> dict[str, float]:
     }
 
 
+async def store_import_seconds(file: Path, path: Path) -> float:
+    """Time ``SQLiteStore.import_records`` of the export's memories, parsed beforehand.
+
+    The same batches as the command's import, into a new file without fsync as its staged
+    copy is: what the store itself takes, on the machine as loaded at that moment.
+    """
+    with file.open("rb") as lines:
+        next(lines)
+        records = [parse_line(line, "x", n) for n, line in enumerate(lines, 2)]
+    async with SQLiteStore(path, fsync=False) as store:
+        began = time.perf_counter()
+        for start in range(0, len(records), DEFAULT_BATCH):
+            await store.import_records(records[start : start + DEFAULT_BATCH])
+        return time.perf_counter() - began
+
+
 def transfer(directory: Path, size: int) -> dict[str, float]:
     source, copy, file = directory / f"s{size}.db", directory / f"c{size}.db", directory / "x"
     asyncio.run(build(source, size))
@@ -143,14 +161,17 @@ def transfer(directory: Path, size: int) -> dict[str, float]:
     imported = measure([*agentrecall(), "--db", str(copy), "import", str(file)])
     if count(copy) != size:
         raise AssertionError(f"the copy holds {count(copy)} memories, not {size}")
+    reference = directory / f"r{size}.db"
+    store_s = asyncio.run(store_import_seconds(file, reference))
     figures = {
+        "store_s": store_s,
         "export_s": exported["seconds"],
         "export_rss": exported["peak_rss_mb"],
         "import_s": imported["seconds"],
         "import_rss": imported["peak_rss_mb"],
         "file_mb": file.stat().st_size / 2**20,
     }
-    for path in (source, copy, file):
+    for path in (source, copy, file, reference):
         path.unlink()
     return figures
 
@@ -184,16 +205,25 @@ def report(
         "## `export -o FILE`, then `import FILE` into a new store",
         "",
         "| memories | export s | export /s | export peak RSS MB | import s | import /s | "
-        "import peak RSS MB | file MB |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "import peak RSS MB | `import_records` alone /s | file MB |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for size, r in rows.items():
         lines.append(
             f"| {size:,} | {r['export_s']:.1f} | {size / r['export_s']:,.0f} | "
             f"{r['export_rss']:.0f} | {r['import_s']:.1f} | {size / r['import_s']:,.0f} | "
-            f"{r['import_rss']:.0f} | {r['file_mb']:.0f} |"
+            f"{r['import_rss']:.0f} | {size / r['store_s']:,.0f} | {r['file_mb']:.0f} |"
         )
-    lines += ["", "Targets:", ""]
+    lines += [
+        "",
+        "`import_records` alone: the store's own import of the same memories, parsed "
+        "beforehand, in the same batches of "
+        f"{DEFAULT_BATCH:,}, in this process right after the command: what the command's "
+        "import can at most reach on the machine as loaded then.",
+        "",
+        "Targets:",
+        "",
+    ]
     verdict = "met" if search["median"] < 0.3 else "NOT met"
     lines.append(f"* CLI search median < 300 ms: {search['median'] * 1000:.0f} ms: {verdict}.")
     for size, r in rows.items():
