@@ -22,7 +22,6 @@ from agentrecall.cli import mcp_command, opening, report, transfer, upgrading
 from agentrecall.cli.embedding import LOCAL, embedder_named
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.stores.base import MemoryStore
-from agentrecall.stores.jsonfile import JsonFileStore
 from agentrecall.stores.sqlite import SQLiteStore
 from agentrecall.sync import SyncStore
 from agentrecall.types import JsonObject
@@ -150,6 +149,8 @@ def _reindex(memory: SyncStore, args: argparse.Namespace) -> int:
 def _eval_store(args: argparse.Namespace) -> Callable[[Path], MemoryStore]:
     """Return what makes each conversation's store, as the eval options say."""
     if args.engine == "json":
+        from agentrecall.stores.jsonfile import JsonFileStore
+
         if args.mode != "keyword" or args.neighbours:
             raise InvalidArgumentError("--mode and --neighbours need --store sqlite")
         return lambda directory: JsonFileStore(name="locomo", path=directory / "memory.json")

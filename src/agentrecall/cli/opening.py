@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
 
 from agentrecall.cli.report import note
 from agentrecall.embeddings.base import Embedder
 from agentrecall.errors import InvalidArgumentError, StorageError
 from agentrecall.stores.base import Capability, MemoryStore
-from agentrecall.stores.jsonfile import JsonFileStore
 from agentrecall.stores.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from agentrecall.stores.jsonfile import JsonFileStore
 
 SCOPE_FLAGS = ("user_id", "agent_id", "session_id")
 """The scope options' destinations: ``--user-id``, ``--agent-id``, ``--session-id``."""
@@ -48,6 +51,8 @@ def open_store(
     creates = getattr(args, "creates", False)
     store: JsonFileStore | SQLiteStore
     if hasattr(args, "path"):
+        from agentrecall.stores.jsonfile import JsonFileStore  # loaded only for a JSON store
+
         store = JsonFileStore(name=default, path=args.path, writable=writable)
     elif hasattr(args, "db"):
         store = SQLiteStore(args.db, embedder=embedder, writable=writable)
@@ -93,6 +98,8 @@ def _open_named(
     store = SQLiteStore(name=name, embedder=embedder, writable=writable)
     size = size_of(store.path)
     if size is None and not creates and writable:
+        from agentrecall.stores.jsonfile import JsonFileStore
+
         # Reading a store that does not exist yet finds nothing and creates no file.
         return JsonFileStore(name=store.name, persist=False)
     note_if_empty(store.path, size)
