@@ -46,6 +46,7 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_sqlite.py
 	$(BIN)/python benchmarks/bench_mcp.py
 	$(BIN)/python benchmarks/bench_import_floor.py
+	$(BIN)/python benchmarks/bench_cli.py
 
 clean:
 	rm -rf $(VENV) .demo

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import sqlite3
 import tempfile
 from contextlib import closing
@@ -12,48 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from history_scenarios import PAST, SCOPES, operations, play, snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlite_checks import check_full_text_index
 
 from agentrecall import InvalidArgumentError, SQLiteStore
 from agentrecall.migrate import migrate_files
-
-SCOPES: list[dict[str, str]] = [
-    {},
-    {"user_id": "ana"},
-    {"user_id": "bob"},
-    {"user_id": "ana", "session_id": "s1"},
-    {"agent_id": "a1"},
-    {"user_id": "bob", "agent_id": "a1", "session_id": "s2"},
-]
-PAST = "2001-01-01T00:00:00.000Z"
-
-
-async def snapshot(store: SQLiteStore) -> dict[str, Any]:
-    """Everything a reader can see: the root and every view's list, count and search, every
-    id's history, and every version in the order :meth:`SQLiteStore.versions` gives."""
-    records = await store.list()
-    versions = [version async for page in store.versions(batch=3) for version in page]
-    views: dict[tuple[tuple[str, str], ...], Any] = {}
-    for item in [*records, *versions]:
-        ids = {"user_id": item.user_id, "agent_id": item.agent_id, "session_id": item.session_id}
-        held = [(key, value) for key, value in ids.items() if value is not None]
-        for size in range(1, len(held) + 1):
-            for part in itertools.combinations(held, size):
-                view = store.scope(**dict(part))
-                hits = [(hit.id, hit.metadata) for hit in await view.search("tea walk")]
-                views[part] = (await view.list(), await view.count(), hits)
-    memory_ids = sorted({r.id for r in records} | {v.memory_id or "" for v in versions})
-    histories = {memory_id: await store.history(memory_id) for memory_id in memory_ids}
-    found = [(hit.id, hit.metadata) for hit in await store.search("tea walk")]
-    return {
-        "records": records,
-        "versions": versions,
-        "views": views,
-        "histories": histories,
-        "search": found,
-    }
 
 
 async def _copy_and_compare(source: Path, destination: Path, batch: int) -> dict[str, Any]:
@@ -140,35 +104,6 @@ async def test_a_view_imports_only_into_itself(tmp_path: Path) -> None:
     await target.aclose()
 
 
-texts = st.sampled_from(["tea", " tea ", "a walk", "the sea", "tea and a walk"])
-metadata = st.none() | st.dictionaries(st.sampled_from("ab"), st.integers(0, 2), max_size=2)
-operations = st.lists(
-    st.one_of(
-        st.tuples(st.just("add"), st.integers(0, len(SCOPES) - 1), texts, metadata),
-        st.tuples(st.just("expired"), st.integers(0, len(SCOPES) - 1), texts, metadata),
-        st.tuples(st.just("update"), st.integers(0, 99), st.none() | texts, metadata),
-        st.tuples(st.just("delete"), st.integers(0, 99), st.none(), st.none()),
-    ),
-    max_size=30,
-)
-
-
-async def _play(store: SQLiteStore, steps: list[tuple[Any, ...]]) -> None:
-    ids: list[str] = []
-    for action, target, text, meta in steps:
-        if action in ("add", "expired"):
-            expiry = PAST if action == "expired" else None
-            ids.append((await store.scope(**SCOPES[target]).add(text, meta, expires_at=expiry)).id)
-        elif ids and action == "update":
-            try:
-                await store.update(ids[target % len(ids)], content=text, metadata=meta)
-            except InvalidArgumentError:
-                pass  # the new content is another memory's of that scope
-        elif ids:
-            await store.delete(ids[target % len(ids)], reason=f"step {target}")
-    await store.add("the last write purges what expired")
-
-
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=operations, batch=st.integers(1, 4))
 def test_any_history_round_trips_exactly(steps: list[tuple[Any, ...]], batch: int) -> None:
@@ -177,7 +112,7 @@ def test_any_history_round_trips_exactly(steps: list[tuple[Any, ...]], batch: in
 
         async def scenario() -> None:
             store = SQLiteStore(source, fsync=False)
-            await _play(store, steps)
+            await play(store, steps)
             await store.aclose()
             await _copy_and_compare(source, destination, batch)
 

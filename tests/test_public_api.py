@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import agentrecall
 
@@ -63,3 +64,25 @@ def test_embedders_are_exported_and_cost_nothing_until_created() -> None:
     for name in ("CallableEmbedder", "Embedder", "LocalEmbedder", "OpenAICompatibleEmbedder"):
         assert name in agentrecall.__all__
         assert getattr(agentrecall, name) is getattr(agentrecall.embeddings, name)
+
+
+def test_a_command_line_search_loads_only_what_it_uses(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from agentrecall.cli.main import main\n"
+        f"main(['--db', {str(tmp_path / 'm.db')!r}, 'add', 'a fact'])\n"
+        f"main(['--db', {str(tmp_path / 'm.db')!r}, 'search', 'fact'])\n"
+        "print(sorted(m for m in sys.modules if m.startswith('agentrecall.')))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    loaded = result.stdout.splitlines()[-1]
+    for unused in (
+        "agentrecall.memory.manager",
+        "agentrecall.conversation.buffer",
+        "agentrecall.extraction",
+        "agentrecall.transfer",
+        "agentrecall.mcp",
+    ):
+        assert f"'{unused}'" not in loaded, unused

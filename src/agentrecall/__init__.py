@@ -7,44 +7,50 @@ exported as ``TestMemoryStore``) reads and writes the Strands Agents memory file
 memories folded into its input, facts extracted from the conversation. ``LocalEmbedder``,
 ``OpenAICompatibleEmbedder`` and ``CallableEmbedder`` turn texts into vectors for recall by
 meaning.
-``import agentrecall`` needs the standard library only.
+``import agentrecall`` needs the standard library only, and imports each name's module when
+the name is first used, so a program (the command line, say) pays only for what it uses.
 """
 
-from agentrecall.conversation.buffer import BufferEntry, BufferMemory, BufferMetadata
-from agentrecall.conversation.tokens import estimate_tokens, tiktoken_counter
-from agentrecall.embeddings import (
-    CallableEmbedder,
-    Embedder,
-    LocalEmbedder,
-    OpenAICompatibleEmbedder,
-)
-from agentrecall.errors import (
-    AgentRecallError,
-    AggregateMemoryError,
-    InvalidArgumentError,
-    InvalidFileError,
-    ModelError,
-    StorageError,
-)
-from agentrecall.extraction import (
-    ExtractionConfig,
-    ExtractionResult,
-    IntervalTrigger,
-    InvocationTrigger,
-    MessageFilter,
-    ModelExtractor,
-)
-from agentrecall.memory.injection import InjectionConfig
-from agentrecall.memory.manager import MemoryManager
-from agentrecall.memory.tools import AddToolConfig, MemoryTool, ToolConfig
-from agentrecall.models import ChatModel, OpenAICompatibleModel
-from agentrecall.storage import InMemoryStorage, LocalFileStorage, Storage
-from agentrecall.stores import Capability, JsonFileStore, MemoryStore, SQLiteStore
-from agentrecall.sync import SyncStore
-from agentrecall.types import AddResult, MemoryEntry, MemoryRecord, MemoryVersion, SearchOptions
+from __future__ import annotations
 
-TestMemoryStore = JsonFileStore
-"""The name Strands Agents gives the same store, for code written against it."""
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentrecall.conversation.buffer import BufferEntry, BufferMemory, BufferMetadata
+    from agentrecall.conversation.tokens import estimate_tokens, tiktoken_counter
+    from agentrecall.embeddings import (
+        CallableEmbedder,
+        Embedder,
+        LocalEmbedder,
+        OpenAICompatibleEmbedder,
+    )
+    from agentrecall.errors import (
+        AgentRecallError,
+        AggregateMemoryError,
+        InvalidArgumentError,
+        InvalidFileError,
+        ModelError,
+        StorageError,
+    )
+    from agentrecall.extraction import (
+        ExtractionConfig,
+        ExtractionResult,
+        IntervalTrigger,
+        InvocationTrigger,
+        MessageFilter,
+        ModelExtractor,
+    )
+    from agentrecall.memory.injection import InjectionConfig
+    from agentrecall.memory.manager import MemoryManager
+    from agentrecall.memory.tools import AddToolConfig, MemoryTool, ToolConfig
+    from agentrecall.models import ChatModel, OpenAICompatibleModel
+    from agentrecall.storage import InMemoryStorage, LocalFileStorage, Storage
+    from agentrecall.stores import Capability, JsonFileStore, MemoryStore, SQLiteStore
+    from agentrecall.sync import SyncStore
+    from agentrecall.types import AddResult, MemoryEntry, MemoryRecord, MemoryVersion, SearchOptions
+
+    TestMemoryStore = JsonFileStore
 
 __version__ = "0.1.0"
 
@@ -92,3 +98,65 @@ __all__ = [
     "estimate_tokens",
     "tiktoken_counter",
 ]
+
+_HOMES = {
+    "AddResult": "agentrecall.types",
+    "AddToolConfig": "agentrecall.memory.tools",
+    "AgentRecallError": "agentrecall.errors",
+    "AggregateMemoryError": "agentrecall.errors",
+    "BufferEntry": "agentrecall.conversation.buffer",
+    "BufferMemory": "agentrecall.conversation.buffer",
+    "BufferMetadata": "agentrecall.conversation.buffer",
+    "CallableEmbedder": "agentrecall.embeddings",
+    "Capability": "agentrecall.stores",
+    "ChatModel": "agentrecall.models",
+    "Embedder": "agentrecall.embeddings",
+    "ExtractionConfig": "agentrecall.extraction",
+    "ExtractionResult": "agentrecall.extraction",
+    "InMemoryStorage": "agentrecall.storage",
+    "InjectionConfig": "agentrecall.memory.injection",
+    "IntervalTrigger": "agentrecall.extraction",
+    "InvalidArgumentError": "agentrecall.errors",
+    "InvalidFileError": "agentrecall.errors",
+    "InvocationTrigger": "agentrecall.extraction",
+    "JsonFileStore": "agentrecall.stores",
+    "LocalEmbedder": "agentrecall.embeddings",
+    "LocalFileStorage": "agentrecall.storage",
+    "MemoryEntry": "agentrecall.types",
+    "MemoryManager": "agentrecall.memory.manager",
+    "MemoryRecord": "agentrecall.types",
+    "MemoryStore": "agentrecall.stores",
+    "MemoryTool": "agentrecall.memory.tools",
+    "MemoryVersion": "agentrecall.types",
+    "MessageFilter": "agentrecall.extraction",
+    "ModelError": "agentrecall.errors",
+    "ModelExtractor": "agentrecall.extraction",
+    "OpenAICompatibleEmbedder": "agentrecall.embeddings",
+    "OpenAICompatibleModel": "agentrecall.models",
+    "SQLiteStore": "agentrecall.stores",
+    "SearchOptions": "agentrecall.types",
+    "Storage": "agentrecall.storage",
+    "StorageError": "agentrecall.errors",
+    "SyncStore": "agentrecall.sync",
+    "TestMemoryStore": "agentrecall.stores",
+    "ToolConfig": "agentrecall.memory.tools",
+    "estimate_tokens": "agentrecall.conversation.tokens",
+    "tiktoken_counter": "agentrecall.conversation.tokens",
+}
+"""The module that defines each public name (``TestMemoryStore`` is ``JsonFileStore``)."""
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first use, and keep the name here from then on."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'agentrecall' has no attribute {name!r}")
+    value = getattr(
+        importlib.import_module(home), "JsonFileStore" if name == "TestMemoryStore" else name
+    )
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOMES])

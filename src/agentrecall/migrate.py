@@ -13,8 +13,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import uuid
-from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
-from contextlib import aclosing
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
+from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol, TextIO, cast
 
@@ -38,6 +38,7 @@ __all__ = [
     "migrate_files",
     "open_store",
     "render_bar",
+    "staged_sqlite",
     "store_kind",
 ]
 
@@ -342,19 +343,36 @@ async def _into_sqlite(
             return await migrate(reader, writer, **options)
         finally:
             await writer.aclose()
+    async with staged_sqlite(destination) as staged:
+        return await migrate(reader, staged, **options)
+
+
+@asynccontextmanager
+async def staged_sqlite(destination: str | os.PathLike[str]) -> AsyncIterator[SQLiteStore]:
+    """Yield a store in a hidden temporary file beside ``destination``, published on success.
+
+    When the ``with`` block ends without an exception, the store is closed and its file
+    takes the name ``destination`` (none is made if nothing was written); on an exception
+    (or an interrupt) the temporary file is removed, so ``destination`` appears complete or
+    not at all. An existing ``destination`` is never replaced.
+
+    Raises:
+        StorageError: ``destination`` was created by something else meanwhile.
+    """
     directory, name = os.path.split(os.path.abspath(destination))
     temp = os.path.join(directory, f".{name}.{uuid.uuid4().hex[:12]}.migrating")
-    writer = SQLiteStore(temp)
+    # No fsync per batch: the file counts only once published, and closing it checkpoints
+    # with fsync (synchronous=NORMAL syncs every checkpoint) before the rename.
+    writer = SQLiteStore(temp, fsync=False)
     published = False
     try:
-        result = await migrate(reader, writer, **options)
+        yield writer
         # Closing the only connection folds the write-ahead log into the file, so the file
         # alone is the whole database when it is renamed.
         await writer.aclose()
-        if os.path.exists(temp):  # a source with nothing to copy creates no file
-            _publish(temp, destination)
+        if os.path.exists(temp):  # nothing written creates no file
+            _publish(temp, os.fspath(destination))
         published = True
-        return result
     finally:
         if not published:
             await writer.aclose()

@@ -7,12 +7,15 @@ import inspect
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agentrecall._internal.loop import LoopRunner
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.stores.base import DEFAULT_PAGE, Capability, MemoryStore
 from agentrecall.types import AddResult, JsonObject, MemoryEntry, MemoryRecord, MemoryVersion
+
+if TYPE_CHECKING:
+    from agentrecall.stores.sqlite.export import SnapshotSink
 
 T = TypeVar("T")
 
@@ -127,6 +130,15 @@ class SyncStore:
             except StopAsyncIteration:
                 return
             yield page
+
+    def snapshot(self, sink: SnapshotSink, *, batch: int = DEFAULT_PAGE) -> None:
+        """Hand ``sink`` the store's memories and history as one consistent state."""
+        self._call("snapshot", Capability.IMPORT, sink, batch=batch)
+
+    def existing_ids(self, memory_ids: Iterable[str]) -> set[str]:
+        """Return which of ``memory_ids`` the store holds, in any scope."""
+        result: set[str] = self._call("existing_ids", Capability.IMPORT, memory_ids)
+        return result
 
     def reindex(
         self, *, progress: Callable[[int, int], None] | None = None, batch: int = 1_000

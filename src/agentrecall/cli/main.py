@@ -26,6 +26,7 @@ from agentrecall.cli import (
     report,
     running,
     stats,
+    transfer,
     upkeep,
     writing,
 )
@@ -66,6 +67,7 @@ def parser() -> argparse.ArgumentParser:
         module.register(commands, shared)
     mcp_command.add_parser(commands, shared.store, default=DEFAULT_STORE)
     upkeep.register_file_commands(commands, shared)
+    transfer.register(commands, shared)
     completion.register(commands, shared)
     return top
 

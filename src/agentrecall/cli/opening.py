@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
 
 from agentrecall.cli.options import SCOPE_OPTIONS
 from agentrecall.cli.report import note
 from agentrecall.embeddings.base import Embedder
 from agentrecall.errors import InvalidArgumentError, StorageError
 from agentrecall.stores.base import Capability, MemoryStore
-from agentrecall.stores.jsonfile import JsonFileStore
 from agentrecall.stores.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from agentrecall.stores.jsonfile import JsonFileStore
 
 
 def open_store(
@@ -58,6 +61,8 @@ def open_store(
 def _json_file(
     path: str, name: str, embedder: Embedder | None, writable: bool
 ) -> JsonFileStore | SQLiteStore:
+    from agentrecall.stores.jsonfile import JsonFileStore  # loaded only for a JSON store
+
     return JsonFileStore(name=name, path=path, writable=writable)
 
 

@@ -9,14 +9,20 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from agentrecall.migrate import ProgressBar
+if TYPE_CHECKING:
+    from agentrecall.migrate import ProgressBar
 
 
 @contextmanager
 def terminal_bar() -> Iterator[ProgressBar | None]:
     """Yield a ``progress(done, total)`` callback on a terminal, else ``None``; end its line."""
-    bar = ProgressBar(sys.stderr) if sys.stderr.isatty() else None
+    bar = None
+    if sys.stderr.isatty():
+        from agentrecall.migrate import ProgressBar  # loaded only when a bar is drawn
+
+        bar = ProgressBar(sys.stderr)
     try:
         yield bar
     finally:

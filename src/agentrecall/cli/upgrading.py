@@ -9,13 +9,15 @@ is a terminal; a log or a pipe gets the note alone.
 from __future__ import annotations
 
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from agentrecall.cli.opening import size_of
 from agentrecall.cli.report import note
-from agentrecall.migrate import ProgressBar
 from agentrecall.stores.sqlite import SQLiteStore
 from agentrecall.sync import SyncStore
+
+if TYPE_CHECKING:
+    from agentrecall.migrate import ProgressBar
 
 
 def prepare(memory: SyncStore) -> None:
@@ -55,6 +57,8 @@ class Reindexing:
                 f"re-indexing {total} memories of '{self._path}' for stemmed search; this runs once"
             )
             if self._stream.isatty():
+                from agentrecall.migrate import ProgressBar  # a rare, long upgrade only
+
                 self._bar = ProgressBar(self._stream)
         if self._bar is not None:
             self._bar(done, total)

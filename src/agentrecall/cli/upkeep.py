@@ -10,15 +10,11 @@ from typing import Any
 
 from agentrecall.cli import opening, report
 from agentrecall.cli.embedding import LOCAL, embedder_named
-from agentrecall.cli.migrating import migrate_to
 from agentrecall.cli.options import Parents, command, emit, plural
 from agentrecall.cli.progress import terminal_bar
 from agentrecall.cli.reading import SEARCH_MODES
 from agentrecall.errors import InvalidArgumentError
-from agentrecall.evaluation import locomo
-from agentrecall.migrate import store_kind
 from agentrecall.stores.base import MemoryStore
-from agentrecall.stores.jsonfile import JsonFileStore
 from agentrecall.stores.sqlite import SQLiteStore
 from agentrecall.sync import SyncStore
 
@@ -133,6 +129,8 @@ def _eval_store(args: argparse.Namespace) -> Callable[[Path], MemoryStore]:
     if args.engine == "json":
         if args.mode != "keyword" or args.neighbours:
             raise InvalidArgumentError("--mode and --neighbours need --store sqlite")
+        from agentrecall.stores.jsonfile import JsonFileStore  # loaded only for a JSON store
+
         return lambda directory: JsonFileStore(name="locomo", path=directory / "memory.json")
     # One embedder for every conversation: the model loads once.
     embedder = None if args.mode == "keyword" else embedder_named(args.embedder)
@@ -145,6 +143,8 @@ def _eval_store(args: argparse.Namespace) -> Callable[[Path], MemoryStore]:
 
 
 def _eval_locomo(args: argparse.Namespace) -> int:
+    from agentrecall.evaluation import locomo  # the heavier modules load only when they run
+
     conversations = locomo.load(args.file)
     rows = asyncio.run(locomo.evaluate(conversations, _eval_store(args)))
     data = [{"group": r.group, "questions": r.questions, **r.means} for r in rows]
@@ -153,6 +153,8 @@ def _eval_locomo(args: argparse.Namespace) -> int:
 
 
 def _migrate(args: argparse.Namespace) -> int:
+    from agentrecall.cli.migrating import migrate_to
+
     result = migrate_to(
         args.source, args.destination, flatten=args.flatten, drop_history=args.drop_history
     )
@@ -166,6 +168,8 @@ def _migrate(args: argparse.Namespace) -> int:
 
 
 def _store_file(text: str) -> str:
+    from agentrecall.migrate import store_kind
+
     try:
         store_kind(text)
     except ValueError as error:

@@ -8,14 +8,27 @@
 clear error, and :func:`embed_checked` checks what an embedder returns.
 
 Importing this package needs the standard library only; an embedder that needs an extra
-imports it when it is created.
+imports it when it is created. :class:`LocalEmbedder` and :class:`OpenAICompatibleEmbedder`
+are imported on first use, so a store that embeds nothing does not load an HTTP client.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from agentrecall.embeddings.adapters import CallableEmbedder, EmbedFunction, embedder_from
 from agentrecall.embeddings.base import Embedder, Vectors
-from agentrecall.embeddings.local import LocalEmbedder
-from agentrecall.embeddings.openai import OpenAICompatibleEmbedder
 from agentrecall.embeddings.vectors import embed_checked
+
+if TYPE_CHECKING:
+    from agentrecall.embeddings.local import LocalEmbedder
+    from agentrecall.embeddings.openai import OpenAICompatibleEmbedder
+
+_LAZY = {
+    "LocalEmbedder": "agentrecall.embeddings.local",
+    "OpenAICompatibleEmbedder": "agentrecall.embeddings.openai",
+}
 
 __all__ = [
     "CallableEmbedder",
@@ -27,3 +40,13 @@ __all__ = [
     "embed_checked",
     "embedder_from",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import an embedder's module when its name is first used."""
+    home = _LAZY.get(name)
+    if home is None:
+        raise AttributeError(f"module 'agentrecall.embeddings' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value

@@ -1,7 +1,30 @@
-"""Memory stores: backends that keep memories and recall them for a query."""
+"""Memory stores: backends that keep memories and recall them for a query.
+
+Each store's module is imported when its name is first used, so a program that opens only
+an SQLite store does not load the JSON store's file storage.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from agentrecall.stores.base import Capability, MemoryStore
-from agentrecall.stores.jsonfile import JsonFileStore
-from agentrecall.stores.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from agentrecall.stores.jsonfile import JsonFileStore
+    from agentrecall.stores.sqlite import SQLiteStore
 
 __all__ = ["Capability", "JsonFileStore", "MemoryStore", "SQLiteStore"]
+
+_LAZY = {"JsonFileStore": "agentrecall.stores.jsonfile", "SQLiteStore": "agentrecall.stores.sqlite"}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a store's module when its name is first used."""
+    home = _LAZY.get(name)
+    if home is None:
+        raise AttributeError(f"module 'agentrecall.stores' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value

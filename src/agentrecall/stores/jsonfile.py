@@ -346,13 +346,13 @@ class JsonFileStore:
         with self._mutex:
             current = self._load()
             position = current.position_of(memory_id)
-            return None if position is None else _record(current.records[position])
+            return None if position is None else memory_record(current.records[position])
 
     def _list_blocking(self, offset: int, limit: int | None) -> RecordList:
         with self._mutex:
             records = self._load().records
             end = None if limit is None else offset + limit
-            return [_record(record) for record in records[offset:end]]
+            return [memory_record(record) for record in records[offset:end]]
 
     def _delete_blocking(self, remover: _Remover) -> int:
         # Forgetting ids the file does not hold takes no lock, so it creates nothing on disk.
@@ -437,7 +437,8 @@ def _entry(record: Record, score: int) -> MemoryEntry:
     return MemoryEntry(content=record["content"], metadata=metadata, id=record["id"])
 
 
-def _record(record: Record) -> MemoryRecord:
+def memory_record(record: Record) -> MemoryRecord:
+    """Return a record of the Strands file format as a :class:`MemoryRecord` (a fresh copy)."""
     return MemoryRecord(
         id=record["id"],
         content=record["content"],

@@ -29,7 +29,7 @@ from agentrecall._internal.worker import Worker
 from agentrecall.embeddings.base import Embedder
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.stores.base import DEFAULT_PAGE, Capability
-from agentrecall.stores.sqlite import imports, reads, reindex, semantic, writes
+from agentrecall.stores.sqlite import export, imports, reads, reindex, semantic, writes
 from agentrecall.stores.sqlite.narrowing import narrowings
 from agentrecall.stores.sqlite.query import (
     Scope,
@@ -628,6 +628,34 @@ class SQLiteStore:
                 yield page
             if after is None:
                 return
+
+    async def snapshot(self, sink: export.SnapshotSink, *, batch: int = DEFAULT_PAGE) -> None:
+        """Hand ``sink`` this scope's memories and history as one consistent state of the file.
+
+        The whole read is one transaction, so the counts ``sink`` is given first are those of
+        exactly the memories and versions that follow, whatever is written meanwhile; at most
+        ``batch`` of them are held at a time (see :mod:`.export`). ``sink`` is called on the
+        store's worker thread. Other processes go on reading and writing meanwhile.
+
+        Raises:
+            InvalidArgumentError: ``batch`` is not an integer of at least 1.
+        """
+        if batch is None:  # check_limit lets None through, meaning "no limit"
+            raise InvalidArgumentError("batch must be an integer of at least 1, got None")
+        check_limit(batch, "batch")
+        scope = self._scope
+        await self._read(lambda db: export.snapshot(db, scope, batch, sink))
+
+    async def existing_ids(self, memory_ids: Iterable[str]) -> set[str]:
+        """Return which of ``memory_ids`` the file holds, in any scope, whatever this view.
+
+        These are the ids :meth:`import_records` would skip as taken.
+
+        Raises:
+            InvalidArgumentError: ``memory_ids`` is a single string, or an id is not a string.
+        """
+        ids = list(dict.fromkeys(check_ids(memory_ids)))
+        return await self._read(lambda db: export.existing_ids(db, ids)) if ids else set()
 
     # --- checks and plumbing ------------------------------------------------------------------
 

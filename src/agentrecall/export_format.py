@@ -1,0 +1,276 @@
+"""The export format: JSON lines, a versioned header first, then memories and their history.
+
+Line 1 is the header, ``{"format": "agentrecall-export", "version": 1, "store": ...,
+"created_at": ..., "memories": N, "versions": M, "scope": {...}}``; every later line is a
+memory (``"type": "memory"``) or a replaced version of one (``"type": "version"``), each
+field of :class:`~agentrecall.types.MemoryRecord` or :class:`~agentrecall.types.MemoryVersion`
+under its own name. ``docs/export-format.md`` describes every field.
+
+Versioning: a file of a newer version than :data:`VERSION` is refused, never half-read; every
+field is always written, and a line with a key this version does not know is refused, so a
+field added later (which makes a new version) can never be dropped unnoticed. Pure functions:
+no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentrecall._internal.jsonencode import compact_encoder
+from agentrecall.errors import InvalidFileError
+from agentrecall.types import JsonObject, MemoryRecord, MemoryVersion
+
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "Header",
+    "encode_header",
+    "encode_record",
+    "encode_version",
+    "parse_header",
+    "parse_line",
+]
+
+FORMAT = "agentrecall-export"
+"""The header's ``format``: what tells an export from any other JSON lines."""
+
+VERSION = 1
+"""The format version this module writes, and the newest it reads."""
+
+SCOPE_KEYS = ("user_id", "agent_id", "session_id")
+
+_HEADER_KEYS = frozenset(
+    {"format", "version", "store", "created_at", "memories", "versions", "scope"}
+)
+_MEMORY_FIELDS = (
+    ("id", False),
+    ("content", False),
+    ("created_at", False),
+    ("updated_at", True),
+    ("expires_at", True),
+    *((key, True) for key in SCOPE_KEYS),
+)
+_VERSION_FIELDS = (
+    ("memory_id", False),
+    ("content", False),
+    ("changed_at", False),
+    ("change", False),
+    ("reason", True),
+    *((key, True) for key in SCOPE_KEYS),
+)
+"""A line's string fields besides ``metadata``, and whether each may be ``null``."""
+
+_MEMORY_KEYS = frozenset({"type", "metadata", *(key for key, _ in _MEMORY_FIELDS)})
+_VERSION_KEYS = frozenset({"type", "metadata", *(key for key, _ in _VERSION_FIELDS)})
+
+# Every value written comes from a store, which holds only finite, acyclic JSON.
+_encode = compact_encoder()
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    """What line 1 of an export says.
+
+    Attributes:
+        store: the kind of store exported, ``"sqlite"`` or ``"json"``.
+        created_at: when the export began (``YYYY-MM-DDTHH:MM:SS.mmmZ``).
+        memories: how many memory lines follow.
+        versions: how many version lines follow.
+        scope: the scope exported (``user_id``, ``agent_id``, ``session_id``), each ``None``
+            when the export was not narrowed by it.
+        version: the format version of the file.
+    """
+
+    store: str
+    created_at: str
+    memories: int
+    versions: int
+    scope: dict[str, str | None] = field(default_factory=lambda: dict.fromkeys(SCOPE_KEYS))
+    version: int = VERSION
+
+
+def encode_header(header: Header) -> str:
+    """Return the header line, without its line break."""
+    return _encode(
+        {
+            "format": FORMAT,
+            "version": header.version,
+            "store": header.store,
+            "created_at": header.created_at,
+            "memories": header.memories,
+            "versions": header.versions,
+            "scope": {key: header.scope.get(key) for key in SCOPE_KEYS},
+        }
+    )
+
+
+def encode_record(record: MemoryRecord) -> str:
+    """Return a memory's line, without its line break."""
+    return _encode(
+        {
+            "type": "memory",
+            "id": record.id,
+            "content": record.content,
+            "metadata": record.metadata,
+            "created_at": record.created_at,
+            "updated_at": record.updated_at,
+            "expires_at": record.expires_at,
+            "user_id": record.user_id,
+            "agent_id": record.agent_id,
+            "session_id": record.session_id,
+        }
+    )
+
+
+def encode_version(version: MemoryVersion) -> str:
+    """Return a replaced version's line, without its line break."""
+    return _encode(
+        {
+            "type": "version",
+            "memory_id": version.memory_id,
+            "content": version.content,
+            "metadata": version.metadata,
+            "changed_at": version.changed_at,
+            "change": version.change,
+            "reason": version.reason,
+            "user_id": version.user_id,
+            "agent_id": version.agent_id,
+            "session_id": version.session_id,
+        }
+    )
+
+
+def parse_header(line: bytes, where: str) -> Header:
+    """Read line 1 of an export; ``where`` names the file in errors.
+
+    Raises:
+        InvalidFileError: the line is not an export header, or one of a newer version; the
+            message names the file and line 1.
+    """
+    value = _json(line, where, 1)
+    if not isinstance(value, dict) or value.get("format") != FORMAT:
+        raise _invalid(
+            where, 1, f"not an agentrecall export: line 1 must be a header naming format {FORMAT!r}"
+        )
+    version = value.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise _invalid(where, 1, f"the header's version must be a whole number, got {version!r}")
+    if version > VERSION:
+        raise _invalid(
+            where,
+            1,
+            f"the file is of format version {version}, newer than this agentrecall reads "
+            f"({VERSION}); upgrade agentrecall to import it",
+        )
+    _check_keys(value, _HEADER_KEYS, where, 1)
+    scope = value["scope"]
+    if not (
+        isinstance(scope, dict)
+        and set(scope) == set(SCOPE_KEYS)
+        and all(v is None or isinstance(v, str) for v in scope.values())
+    ):
+        raise _invalid(where, 1, f"the header's scope must be an object of {', '.join(SCOPE_KEYS)}")
+    for key in ("memories", "versions"):
+        if not _is_count(value[key]):
+            raise _invalid(where, 1, f"the header's {key} must be a whole number")
+    for key in ("store", "created_at"):
+        if not isinstance(value[key], str):
+            raise _invalid(where, 1, f"the header's {key} must be a string")
+    return Header(
+        store=value["store"],
+        created_at=value["created_at"],
+        memories=value["memories"],
+        versions=value["versions"],
+        scope=scope,
+        version=version,
+    )
+
+
+def parse_line(line: bytes, where: str, number: int) -> MemoryRecord | MemoryVersion:
+    """Read a memory or version line; ``where`` and ``number`` name it in errors.
+
+    Only the shape is checked here (keys, and the type of each value); what a store refuses
+    (blank content, a time not in the stored shape) it reports itself.
+
+    Raises:
+        InvalidFileError: the line is not JSON, or not a memory or version of this format.
+    """
+    value = _json(line, where, number)
+    kind = value.get("type") if isinstance(value, dict) else None
+    if kind == "memory":
+        _check_keys(value, _MEMORY_KEYS, where, number)
+        _check_fields(value, _MEMORY_FIELDS, where, number)
+        return MemoryRecord(
+            id=value["id"],
+            content=value["content"],
+            created_at=value["created_at"],
+            metadata=value["metadata"],
+            updated_at=value["updated_at"],
+            expires_at=value["expires_at"],
+            user_id=value["user_id"],
+            agent_id=value["agent_id"],
+            session_id=value["session_id"],
+        )
+    if kind == "version":
+        _check_keys(value, _VERSION_KEYS, where, number)
+        _check_fields(value, _VERSION_FIELDS, where, number)
+        return MemoryVersion(
+            content=value["content"],
+            metadata=value["metadata"],
+            changed_at=value["changed_at"],
+            change=value["change"],
+            reason=value["reason"],
+            memory_id=value["memory_id"],
+            user_id=value["user_id"],
+            agent_id=value["agent_id"],
+            session_id=value["session_id"],
+        )
+    raise _invalid(where, number, 'expected an object with "type" "memory" or "version"')
+
+
+def _json(line: bytes, where: str, number: int) -> Any:
+    try:
+        return json.loads(line)
+    except UnicodeDecodeError as error:
+        raise _invalid(where, number, f"not UTF-8 text ({error})") from error
+    except json.JSONDecodeError as error:
+        raise _invalid(where, number, f"not JSON ({error.msg} at column {error.colno})") from error
+    except (ValueError, RecursionError) as error:
+        raise _invalid(where, number, f"it cannot be loaded ({error})") from error
+
+
+def _check_keys(value: JsonObject, keys: frozenset[str], where: str, number: int) -> None:
+    if value.keys() == keys:
+        return
+    missing = ", ".join(sorted(keys - value.keys()))
+    unknown = ", ".join(sorted(value.keys() - keys))
+    problems = [f"missing {missing}" if missing else "", f"unknown {unknown}" if unknown else ""]
+    raise _invalid(
+        where,
+        number,
+        f"{'; '.join(p for p in problems if p)} (format version {VERSION} has exactly the "
+        f"fields {', '.join(sorted(keys))})",
+    )
+
+
+def _check_fields(
+    value: JsonObject, fields: tuple[tuple[str, bool], ...], where: str, number: int
+) -> None:
+    for key, nullable in fields:
+        item = value[key]
+        if not (isinstance(item, str) or (nullable and item is None)):
+            expected = "a string or null" if nullable else "a string"
+            raise _invalid(where, number, f"{key} must be {expected}, got {item!r}")
+    metadata = value["metadata"]
+    if metadata is not None and not isinstance(metadata, dict):
+        raise _invalid(where, number, f"metadata must be an object or null, got {metadata!r}")
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _invalid(where: str, number: int, problem: str) -> InvalidFileError:
+    return InvalidFileError(f"{where}, line {number}: {problem}", path=where)
