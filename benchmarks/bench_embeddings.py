@@ -79,11 +79,10 @@ def local_engine() -> tuple[Any, dict[str, str]]:
     embedder.embed(["ready"])
     import numpy
     import onnxruntime
-    import tokenizers
 
     versions = {
         "onnxruntime": onnxruntime.__version__,
-        "tokenizers": tokenizers.__version__,
+        "tokenizer": "agentrecall's WordPiece",
         "numpy": numpy.__version__,
         "threads": "onnxruntime default",
     }

@@ -33,10 +33,11 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from agentrecall import SQLiteStore
 from agentrecall.evaluation.locomo import Conversation, load, score
@@ -54,6 +55,7 @@ USUAL = (1.2, 0.75)
 as the data shows it must."""
 
 Point = tuple[float, float]
+P = TypeVar("P", bound=tuple[Any, ...])
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,15 +154,23 @@ def _recalls(questions: Sequence[Question], point: Point) -> list[float]:
 def _choose(recalls: dict[Point, list[float]]) -> Point:
     """Return the point nearest the usual k1 and b whose R@10 is within one error of the best.
 
+    Nearness is measured with k1 scaled to the span of b (the grids span about 2 and 1).
+    """
+    return _choose_near(recalls, lambda p: ((p[0] - USUAL[0]) / 2) ** 2 + (p[1] - USUAL[1]) ** 2)
+
+
+def _choose_near(recalls: dict[P, list[float]], distance: Callable[[P], float]) -> P:
+    """Return the point of least ``distance`` whose R@10 is within one error of the best.
+
     ``recalls`` holds each point's R@10 per question, for the same questions. The error is the
-    standard error of the mean per-question difference from the best point; nearness is
-    measured with k1 scaled to the span of b (the grids span about 2 and 1).
+    standard error of the mean per-question difference from the best point; ties between
+    equally good points, and between equally near ones, go to the smaller point.
     """
 
     def mean(values: Sequence[float]) -> float:
         return sum(values) / len(values)
 
-    best = max(recalls, key=lambda p: (mean(recalls[p]), -abs(p[0] - USUAL[0]), -p[1]))
+    best = max(recalls, key=lambda p: (mean(recalls[p]), -distance(p)))
     top = recalls[best]
     near = []
     for point, values in recalls.items():
@@ -168,7 +178,7 @@ def _choose(recalls: dict[Point, list[float]]) -> Point:
         spread = statistics.pstdev(gaps) / math.sqrt(len(gaps))
         if mean(gaps) <= spread:
             near.append(point)
-    return min(near, key=lambda p: (((p[0] - USUAL[0]) / 2) ** 2 + (p[1] - USUAL[1]) ** 2, p))
+    return min(near, key=lambda p: (distance(p), p))
 
 
 def main() -> int:

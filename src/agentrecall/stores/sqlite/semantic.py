@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentrecall._internal.sqlite import Database
 from agentrecall.retrieval.fusion import fuse, min_max
-from agentrecall.retrieval.neighbours import REACH, adjacent, expand, smooth
+from agentrecall.retrieval.neighbours import REACH, WINDOW, adjacent, expand, smooth
 from agentrecall.stores.sqlite import vector_sql
 from agentrecall.stores.sqlite.embedding import Embedding
 from agentrecall.stores.sqlite.narrowing import Narrowing
@@ -308,10 +308,13 @@ def _with_neighbours(
 
 
 def _windows(seqs: Sequence[int]) -> list[tuple[int, int]]:
-    """Return the merged ranges of row numbers within :data:`REACH` of any of ``seqs``."""
+    """Return the merged ranges of row numbers that may hold a neighbour of one of ``seqs``.
+
+    A neighbour ``WINDOW`` memories away is at most ``WINDOW * REACH`` rows away.
+    """
     merged: list[tuple[int, int]] = []
     for seq in seqs:
-        low, high = seq - REACH, seq + REACH
+        low, high = seq - WINDOW * REACH, seq + WINDOW * REACH
         if merged and low <= merged[-1][1] + 1:
             merged[-1] = (merged[-1][0], max(merged[-1][1], high))
         else:
