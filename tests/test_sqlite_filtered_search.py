@@ -29,7 +29,8 @@ from agentrecall.stores.sqlite.narrowing import (
     narrowings,
     posting_test,
 )
-from agentrecall.stores.sqlite.query import CANDIDATES, timestamp
+from agentrecall.stores.sqlite.query import CANDIDATES
+from agentrecall.stores.times import timestamp
 from agentrecall.types import MemoryRecord
 
 START = datetime(2025, 3, 1, tzinfo=timezone.utc)

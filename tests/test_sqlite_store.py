@@ -22,17 +22,16 @@ from sqlite_checks import check_full_text_index, old_database
 
 from agentrecall import InvalidArgumentError, MemoryManager, StorageError
 from agentrecall._internal.sqlite import Database
+from agentrecall.retrieval.bm25 import bm25, idf, query_terms
+from agentrecall.stores.contentkeys import content_hash
 from agentrecall.stores.sqlite import SQLiteStore, query
 from agentrecall.stores.sqlite.query import (
     NEWEST_POSTINGS,
     averages,
-    bm25,
     candidate_query,
     estimate_df,
-    idf,
     match_expression,
     plan_terms,
-    query_terms,
 )
 from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
 from agentrecall.stores.sqlite.tables import CHUNK, FIRST_CHUNK, chunk_bounds, insert_statement
@@ -507,7 +506,7 @@ async def test_scoped_memories_and_history_survive_the_move_to_scope_numbers(
                     agent,
                     session,
                     content,
-                    query.content_hash(content),
+                    content_hash(content),
                     f"2025-01-0{seq}T00:00:00.000Z",
                 ),
             )

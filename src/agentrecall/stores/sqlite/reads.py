@@ -14,10 +14,12 @@ from typing import Any
 
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall.retrieval.filters import check_filter, to_sql
-from agentrecall.stores.sqlite.query import Scope, timestamp
+from agentrecall.stores.records import record as to_record
+from agentrecall.stores.records import version as to_version
+from agentrecall.stores.scopes import Scope
+from agentrecall.stores.sqlite.query import scope_where
 from agentrecall.stores.sqlite.rows import RECORD_COLUMNS, RECORDS, VERSION_COLUMNS, VERSIONS
-from agentrecall.stores.sqlite.rows import record as to_record
-from agentrecall.stores.sqlite.rows import version as to_version
+from agentrecall.stores.times import timestamp
 from agentrecall.types import MemoryRecord, MemoryVersion
 
 Params = list[object]
@@ -36,7 +38,7 @@ def conditions(
     Raises:
         InvalidArgumentError: the filter or a time bound is unusable.
     """
-    where, params = scope.where("m")
+    where, params = scope_where(scope, "m")
     parts = [where, "(m.expires_at IS NULL OR m.expires_at > ?)"]
     values: Params = [*params, utc_timestamp()]
     if filter is not None:
@@ -88,7 +90,7 @@ def count(connection: sqlite3.Connection, where: str, params: Params) -> int:
 
 def history(connection: sqlite3.Connection, scope: Scope, memory_id: str) -> list[MemoryVersion]:
     """Return the replaced versions of a memory of ``scope``, oldest first."""
-    where, params = scope.where("h")
+    where, params = scope_where(scope, "h")
     rows = connection.execute(
         f"SELECT {VERSION_COLUMNS} FROM {VERSIONS} WHERE h.id = ? AND {where} ORDER BY h.seq",
         [memory_id, *params],
@@ -106,7 +108,7 @@ def versions(
     millisecond, which the page then holds too. So a page never splits versions that could
     be identical, which lets an import tell a version sent again from a new one.
     """
-    where, params = scope.where("h")
+    where, params = scope_where(scope, "h")
     select = f"SELECT h.seq, {VERSION_COLUMNS} FROM {VERSIONS} WHERE {where}"
     if after is None:
         rows = connection.execute(f"{select} ORDER BY h.id, h.seq LIMIT ?", [*params, limit])

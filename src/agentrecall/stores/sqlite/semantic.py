@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING, Any
 from agentrecall._internal.sqlite import Database
 from agentrecall.retrieval.fusion import fuse, min_max
 from agentrecall.retrieval.neighbours import REACH, adjacent, expand, smooth
+from agentrecall.stores.records import metadata as decode_metadata
+from agentrecall.stores.scopes import Scope
 from agentrecall.stores.sqlite import vector_sql
 from agentrecall.stores.sqlite.embedding import Embedding
 from agentrecall.stores.sqlite.narrowing import Narrowing
-from agentrecall.stores.sqlite.query import Scope
-from agentrecall.stores.sqlite.rows import metadata as decode_metadata
+from agentrecall.stores.sqlite.query import scope_numbers
 from agentrecall.stores.sqlite.search import ranked_search
 from agentrecall.types import JsonObject, MemoryEntry
 
@@ -140,7 +141,7 @@ def semantic_hits(database: Database, vectors: Vectors, request: Request, wanted
         index = vectors.index()
         index.refresh(db)
         scopes: list[int] | None = None
-        numbers = request.scope.numbers()
+        numbers = scope_numbers(request.scope)
         if numbers is not None:
             scopes = [row[0] for row in db.execute(*numbers)]
             if not scopes:

@@ -28,22 +28,18 @@ from agentrecall._internal.sqlite import Database, Progress
 from agentrecall._internal.worker import Worker
 from agentrecall.embeddings.base import Embedder
 from agentrecall.errors import InvalidArgumentError
+from agentrecall.retrieval.bm25 import query_terms
 from agentrecall.stores.base import DEFAULT_PAGE, Capability
+from agentrecall.stores.contentkeys import content_hash, content_key
+from agentrecall.stores.scopes import Scope
 from agentrecall.stores.sqlite import imports, reads, reindex, semantic, writes
 from agentrecall.stores.sqlite.narrowing import narrowings
-from agentrecall.stores.sqlite.query import (
-    Scope,
-    content_hash,
-    content_key,
-    expiry_after,
-    query_terms,
-    timestamp,
-)
 from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
 from agentrecall.stores.sqlite.search import ranked_search
 from agentrecall.stores.sqlite.settings import SearchSettings
 from agentrecall.stores.sqlite.tables import CHUNK, index_unindexed
 from agentrecall.stores.sqlite.vector_sql import PreparedVectors
+from agentrecall.stores.times import expiry_after, timestamp
 from agentrecall.types import AddResult, JsonObject, MemoryEntry, MemoryRecord, MemoryVersion
 
 T = TypeVar("T")
