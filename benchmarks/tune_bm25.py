@@ -3,7 +3,7 @@
 Only the dev file (``data/locomo/locomo-dev.json``, 3 conversations) is ever read. Each
 conversation is loaded into a fresh ``SQLiteStore`` as ``agentrecall eval locomo`` does, and
 each question's candidates are taken from the store itself (a search for
-:data:`~agentrecall.stores.sqlite.query.CANDIDATES` hits returns all of them: which memories are
+:data:`~agentrecall.retrieval.plan.CANDIDATES` hits returns all of them: which memories are
 candidates does not depend on k1 and b). Those candidates are then ranked with the store's own
 :func:`~agentrecall.retrieval.bm25.bm25_of_counts` and term weights at every point of the
 grid, and recall@10 of each ranking is scored with :func:`agentrecall.evaluation.locomo.score`.
@@ -40,7 +40,7 @@ from pathlib import Path
 
 from agentrecall import SQLiteStore
 from agentrecall.evaluation.locomo import Conversation, load, score
-from agentrecall.retrieval import bm25
+from agentrecall.retrieval import bm25, plan
 from agentrecall.retrieval.keywords import keyword_terms
 from agentrecall.stores.sqlite import query
 
@@ -86,9 +86,9 @@ async def _questions(conversation: Conversation) -> list[Question]:
             for item in conversation.questions:
                 words = bm25.query_terms(item.text)
                 df = {word: sum(term in each for each in held) for word, term in words.items()}
-                plans = query.plan_terms(df, len(turns))
+                plans = plan.plan_terms(df, len(turns))
                 weights = {words[plan.term]: plan.weight for plan in plans}
-                hits = await store.search(item.text, {"max_search_results": query.CANDIDATES})
+                hits = await store.search(item.text, {"max_search_results": plan.CANDIDATES})
                 ids = [str((hit.metadata or {})["dia_id"]) for hit in hits]
                 candidates = [
                     _candidate(position[dia_id], dia_id, terms, weights) for dia_id in ids

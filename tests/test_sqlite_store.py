@@ -23,16 +23,10 @@ from sqlite_checks import check_full_text_index, old_database
 from agentrecall import InvalidArgumentError, MemoryManager, StorageError
 from agentrecall._internal.sqlite import Database
 from agentrecall.retrieval.bm25 import bm25, idf, query_terms
+from agentrecall.retrieval.plan import NEWEST_POSTINGS, estimate_df, plan_terms
 from agentrecall.stores.contentkeys import content_hash
 from agentrecall.stores.sqlite import SQLiteStore, query
-from agentrecall.stores.sqlite.query import (
-    NEWEST_POSTINGS,
-    averages,
-    candidate_query,
-    estimate_df,
-    match_expression,
-    plan_terms,
-)
+from agentrecall.stores.sqlite.query import averages, candidate_query, match_expression
 from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
 from agentrecall.stores.sqlite.tables import CHUNK, FIRST_CHUNK, chunk_bounds, insert_statement
 from agentrecall.types import MemoryRecord

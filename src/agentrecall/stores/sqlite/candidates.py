@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from agentrecall.retrieval.plan import TermPlan
 from agentrecall.stores.scopes import Scope
 from agentrecall.stores.sqlite.narrowing import (
     NARROWED,
@@ -36,7 +37,6 @@ from agentrecall.stores.sqlite.narrowing import (
 )
 from agentrecall.stores.sqlite.query import (
     SCOPE_TERMS,
-    TermPlan,
     candidate_query,
     match_expression,
     scope_numbers,

@@ -8,18 +8,15 @@ open connection and runs on the store's worker thread.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
-from datetime import datetime
-from typing import Any
 
 from agentrecall._internal.clock import utc_timestamp
-from agentrecall.retrieval.filters import check_filter, to_sql
+from agentrecall.retrieval.filters import to_sql
+from agentrecall.stores.front import Conditions
 from agentrecall.stores.records import record as to_record
 from agentrecall.stores.records import version as to_version
 from agentrecall.stores.scopes import Scope
 from agentrecall.stores.sqlite.query import scope_where
 from agentrecall.stores.sqlite.rows import RECORD_COLUMNS, RECORDS, VERSION_COLUMNS, VERSIONS
-from agentrecall.stores.times import timestamp
 from agentrecall.types import MemoryRecord, MemoryVersion
 
 Params = list[object]
@@ -27,33 +24,21 @@ Cursor = tuple[str, int]
 """Where a page of versions ended: the last version's memory id and row number."""
 
 
-def conditions(
-    scope: Scope,
-    filter: Mapping[str, Any] | None,
-    created_after: datetime | str | None,
-    created_before: datetime | str | None,
-) -> tuple[str, Params]:
-    """Return the WHERE conditions every read applies: scope, expiry, filter, time bounds.
-
-    Raises:
-        InvalidArgumentError: the filter or a time bound is unusable.
-    """
-    where, params = scope_where(scope, "m")
+def conditions(found: Conditions) -> tuple[str, Params]:
+    """Return the WHERE conditions every read applies: scope, expiry, filter, time bounds."""
+    where, params = scope_where(found.scope, "m")
     parts = [where, "(m.expires_at IS NULL OR m.expires_at > ?)"]
     values: Params = [*params, utc_timestamp()]
-    if filter is not None:
-        check_filter(filter)
-        sql, filter_params = to_sql(filter, "m.metadata")
+    if found.filter is not None:
+        sql, filter_params = to_sql(found.filter, "m.metadata")
         parts.append(f"({sql})")
         values.extend(filter_params)
-    after = timestamp(created_after, "created_after")
-    if after is not None:
+    if found.created_after is not None:
         parts.append("m.created_at >= ?")
-        values.append(after)
-    before = timestamp(created_before, "created_before")
-    if before is not None:
+        values.append(found.created_after)
+    if found.created_before is not None:
         parts.append("m.created_at < ?")
-        values.append(before)
+        values.append(found.created_before)
     return " AND ".join(parts), values
 
 

@@ -20,18 +20,12 @@ from typing import Any
 from agentrecall._internal.sqlite import Database
 from agentrecall.retrieval.bm25 import rerank
 from agentrecall.retrieval.keywords import keyword_terms
+from agentrecall.retrieval.plan import CANDIDATES, PROBE_POSTINGS, estimate_df, plan_terms
 from agentrecall.stores.records import hits
 from agentrecall.stores.scopes import Scope
 from agentrecall.stores.sqlite.candidates import Checks, candidates
 from agentrecall.stores.sqlite.narrowing import Narrowing
-from agentrecall.stores.sqlite.query import (
-    CANDIDATES,
-    PROBE_POSTINGS,
-    averages,
-    estimate_df,
-    match_expression,
-    plan_terms,
-)
+from agentrecall.stores.sqlite.query import averages, match_expression
 from agentrecall.types import MemoryEntry
 
 # Counting the newest postings of a term, up to a bound, costs little whatever its frequency.
