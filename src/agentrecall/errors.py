@@ -4,6 +4,8 @@ Every exception raised on purpose derives from one root::
 
     AgentRecallError
     ├── StorageError            a backend's I/O failed (file, directory, database)
+    │   └── ServerUnavailableError    a database server could not be reached, or the
+    │                                 connection broke during a call (retryable)
     ├── InvalidArgumentError    a call or a constructor got a value it cannot use (also ValueError)
     ├── InvalidFileError        a store's or a model's file cannot be used (also ValueError)
     ├── ModelError              a model (chat or embeddings) refused, failed or could not be reached
@@ -25,6 +27,7 @@ __all__ = [
     "InvalidArgumentError",
     "InvalidFileError",
     "ModelError",
+    "ServerUnavailableError",
     "StorageError",
 ]
 
@@ -35,6 +38,38 @@ class AgentRecallError(Exception):
 
 class StorageError(AgentRecallError):
     """A backend could not read, write, list or delete; the message names what and where."""
+
+
+class ServerUnavailableError(StorageError):
+    """A database server could not be reached, or the connection to it broke during a call.
+
+    Raised for a refused connection, a server that does not answer within the connection
+    timeout, one that is starting up, shutting down or out of connection slots, a connection
+    lost in the middle of a call (a restart, a failover, a network cut), and a pool whose
+    connections all stayed busy for the whole timeout. The message names the host, the port
+    and the database. A wrong password, an unknown user or a missing database are plain
+    :class:`StorageError`: retrying cannot fix those.
+
+    When retrying is safe: always for reads. A connection that could not be opened sent
+    nothing, so no write happened. A connection that broke during a call rolled back the
+    call's transaction, except when it broke while the server was committing: then the write
+    may have been kept or not, and only repeating it settles which. agentrecall's writes give
+    the same result when repeated (an add of identical content is deduplicated, a buffer write
+    replaces the session whole), so a retried write never stores anything twice. Wait before
+    retrying (a restart takes seconds, a failover up to a minute); the next call reconnects on
+    its own.
+
+    Attributes:
+        host: the server's host (or socket directory) as the connection string gives it.
+        port: its port.
+        database: the database the call addressed.
+    """
+
+    def __init__(self, message: str, *, host: str, port: int, database: str) -> None:
+        super().__init__(message)
+        self.host = host
+        self.port = port
+        self.database = database
 
 
 class InvalidArgumentError(AgentRecallError, ValueError):
