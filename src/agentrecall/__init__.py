@@ -10,6 +10,8 @@ meaning.
 ``import agentrecall`` needs the standard library only.
 """
 
+from typing import Any
+
 from agentrecall.conversation.buffer import BufferEntry, BufferMemory, BufferMetadata
 from agentrecall.conversation.tokens import estimate_tokens, tiktoken_counter
 from agentrecall.embeddings import (
@@ -82,6 +84,7 @@ __all__ = [
     "ModelExtractor",
     "OpenAICompatibleEmbedder",
     "OpenAICompatibleModel",
+    "PostgresStore",
     "SQLiteStore",
     "SearchOptions",
     "Storage",
@@ -92,3 +95,13 @@ __all__ = [
     "estimate_tokens",
     "tiktoken_counter",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # PostgresStore needs the postgres extra; it loads on first use of the name (see
+    # agentrecall.stores), so that importing agentrecall needs the standard library only.
+    if name == "PostgresStore":
+        from agentrecall.stores.postgres import PostgresStore
+
+        return PostgresStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
