@@ -1,0 +1,177 @@
+"""PostgresStore beyond the conformance suite: setup, concurrency, names, faults, limits."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import textwrap
+
+import psycopg
+import pytest
+
+from agentrecall import InvalidArgumentError, PostgresStore
+from agentrecall.errors import ServerUnavailableError
+from agentrecall.stores.postgres.schema import MIGRATIONS
+from agentrecall.testing.postgres import TemporaryPostgres
+
+
+def _rows(dsn: str, query: str) -> list[tuple[object, ...]]:
+    with psycopg.connect(dsn) as connection:
+        return connection.execute(query).fetchall()
+
+
+@pytest.mark.asyncio
+async def test_construction_does_no_io_and_a_dead_server_is_named() -> None:
+    store = PostgresStore("postgresql://nobody@127.0.0.1:9/nowhere", connect_timeout=2)
+    assert store.name == "memory" and store.schema == "agentrecall"
+    with pytest.raises(ServerUnavailableError, match=r"127\.0\.0\.1:9.*nowhere"):
+        await store.add("A memory that has nowhere to go")
+    await store.aclose()
+
+
+def test_bad_arguments_are_refused_at_construction() -> None:
+    dsn = "postgresql://u@127.0.0.1/db"
+    for options, argument in (
+        ({"schema": " "}, "schema"),
+        ({"pool_size": 0}, "pool_size"),
+        ({"name": ""}, "name"),
+        ({"search_mode": "semantic"}, "embedder"),
+    ):
+        with pytest.raises(InvalidArgumentError, match=argument):
+            PostgresStore(dsn, **options)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="dsn"):
+        PostgresStore("")
+
+
+@pytest.mark.asyncio
+async def test_setup_is_idempotent_and_concurrent_setups_never_collide(postgres_dsn: str) -> None:
+    stores = [PostgresStore(postgres_dsn, name=f"n{i % 3}") for i in range(12)]
+    await asyncio.gather(*(store.setup() for store in stores))
+    await stores[0].setup()
+    for store in stores:
+        await store.aclose()
+    versions = _rows(postgres_dsn, "SELECT version FROM agentrecall.migrations ORDER BY 1")
+    assert versions == [(n + 1,) for n in range(len(MIGRATIONS))]
+    names = _rows(postgres_dsn, "SELECT name FROM agentrecall.stores ORDER BY name")
+    assert names == [("n0",), ("n1",), ("n2",)]
+
+
+def test_processes_starting_at_once_migrate_once(postgres_dsn: str) -> None:
+    code = textwrap.dedent(
+        f"""
+        import asyncio
+        from agentrecall import PostgresStore
+
+        async def main():
+            store = PostgresStore({postgres_dsn!r}, schema="raced")
+            await store.add("written by a racing process")
+            await store.aclose()
+
+        asyncio.run(main())
+        """
+    )
+    processes = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(4)]
+    assert [process.wait(timeout=100) for process in processes] == [0] * 4
+    assert _rows(postgres_dsn, "SELECT count(*) FROM raced.migrations") == [(len(MIGRATIONS),)]
+    assert _rows(postgres_dsn, "SELECT count(*) FROM raced.memories") == [(1,)]
+
+
+@pytest.mark.asyncio
+async def test_concurrent_clients_store_each_distinct_memory_once(postgres_dsn: str) -> None:
+    """8 clients add 1,000 memories each in batches, half of them shared with a neighbour."""
+    clients = [PostgresStore(postgres_dsn, pool_size=2) for _ in range(8)]
+    await clients[0].setup()
+
+    async def client(number: int) -> dict[str, str]:
+        contents = [f"shared memory number {n}" for n in range(500 * number, 500 * number + 1000)]
+        ids: dict[str, str] = {}
+        for start in range(0, len(contents), 50):
+            batch = contents[start : start + 50]
+            results = await clients[number].add_many([(content, None) for content in batch])
+            ids.update(zip(batch, [result.id for result in results], strict=True))
+        return ids
+
+    answers = await asyncio.gather(*(client(n) for n in range(8)))
+    merged: dict[str, set[str]] = {}
+    for ids in answers:
+        for content, memory_id in ids.items():
+            merged.setdefault(content, set()).add(memory_id)
+    assert len(merged) == 500 * 7 + 1000
+    assert all(len(ids) == 1 for ids in merged.values())
+    assert await clients[0].count() == len(merged)
+    listed = {record.content: record.id for record in await clients[0].list()}
+    assert listed == {content: next(iter(ids)) for content, ids in merged.items()}
+    for store in clients:
+        await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_names_and_schemas_share_a_database_apart(postgres_dsn: str) -> None:
+    one = PostgresStore(postgres_dsn, name="one")
+    two = PostgresStore(postgres_dsn, name="two")
+    other = PostgresStore(postgres_dsn, name="one", schema="elsewhere")
+    for store in (one, two, other):
+        await store.add("The same words in every store")
+    await one.add("Only in the first store")
+    assert await two.clear() == 1
+    assert await one.count() == 2 and await other.count() == 1
+    assert [hit.content for hit in await one.search("words")] == ["The same words in every store"]
+    assert await two.search("words") == []
+    for store in (one, two, other):
+        await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_read_only_store_never_writes(postgres_dsn: str) -> None:
+    reader = PostgresStore(postgres_dsn, writable=False)
+    assert await reader.search("anything") == [] and await reader.count() == 0
+    assert await reader.list() == [] and await reader.get("x") is None
+    with pytest.raises(InvalidArgumentError, match="read-only"):
+        await reader.setup()
+    assert _rows(postgres_dsn, "SELECT to_regnamespace('agentrecall') IS NULL") == [(True,)]
+    writer = PostgresStore(postgres_dsn)
+    memory = await writer.add("Written by the writer")
+    assert (await PostgresStore(postgres_dsn, writable=False).get(memory.id)) is not None
+    for store in (reader, writer):
+        await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_text_postgresql_cannot_hold_is_refused_clearly(postgres_dsn: str) -> None:
+    store = PostgresStore(postgres_dsn)
+    with pytest.raises(InvalidArgumentError, match="content.*U\\+0000"):
+        await store.add("nul \0 inside")
+    with pytest.raises(InvalidArgumentError, match="metadata.*U\\+0000"):
+        await store.add("fine", {"k\0": 1})
+    assert await store.count() == 0
+    await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_restarted_server_is_reconnected(private_postgres: TemporaryPostgres) -> None:
+    store = PostgresStore(private_postgres.dsn, connect_timeout=2)
+    kept = await store.add("Acknowledged before the restart")
+    private_postgres.stop()
+    with pytest.raises(ServerUnavailableError):
+        await store.add("Refused while the server is down")
+    private_postgres.start()
+    after = await store.add("Written after the restart")
+    assert {record.id for record in await store.list()} == {kept.id, after.id}
+    await store.aclose()
+
+
+def test_the_extra_is_named_when_psycopg_is_missing() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['psycopg'] = None\n"
+        "import agentrecall\n"
+        "try:\n"
+        "    from agentrecall import PostgresStore\n"
+        "except ImportError as error:\n"
+        "    print(error)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert "pip install 'agentrecall[postgres]'" in result.stdout
