@@ -13,6 +13,7 @@ from agentrecall._internal.checks import check_busy_timeout, check_items
 from agentrecall._internal.paths import default_store_path
 from agentrecall._internal.sqlite import Database, Progress
 from agentrecall._internal.worker import Worker
+from agentrecall.embeddings.adapters import store_embedder
 from agentrecall.embeddings.base import Embedder
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.retrieval.bm25 import query_terms
@@ -32,7 +33,7 @@ from agentrecall.stores.front import (
 )
 from agentrecall.stores.modes import SearchSettings
 from agentrecall.stores.sqlite import imports, reads, reindex, semantic, writes
-from agentrecall.stores.sqlite.embedding import Embedding, check_embedder
+from agentrecall.stores.sqlite.embedding import Embedding
 from agentrecall.stores.sqlite.narrowing import narrowings
 from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
 from agentrecall.stores.sqlite.search import ranked_search
@@ -186,7 +187,9 @@ class SQLiteStore(StoreFront):
         self._worker = Worker(f"agentrecall {self._path}")
         vectors = None
         if embedder is not None:
-            vectors = semantic.Vectors(Embedding(check_embedder(embedder), self._path))
+            vectors = semantic.Vectors(
+                Embedding(store_embedder(embedder, "an SQLiteStore with an embedder"), self._path)
+            )
         self._search_settings = SearchSettings.configure(
             vectors, search_mode, neighbours, session_key, "SQLiteStore"
         )
