@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from agentrecall import PostgresStore
-from agentrecall.testing.conformance import StoreContract, StoreFactory
+from agentrecall.testing import HashEmbedder
+from agentrecall.testing.conformance import SYNONYMS, StoreContract, StoreFactory
 
 
 class TestPostgresStore(StoreContract):
@@ -17,5 +18,19 @@ class TestPostgresStore(StoreContract):
     def make_store(self, postgres_dsn: str) -> StoreFactory:
         def make(name: str, **options: Any) -> PostgresStore:
             return PostgresStore(postgres_dsn, name=name, **options)
+
+        return make
+
+
+class TestPostgresStoreWithVectors(StoreContract):
+    persistent = True
+
+    @pytest.fixture
+    def make_store(self, postgres_dsn: str) -> StoreFactory:
+        def make(name: str, **options: Any) -> PostgresStore:
+            embedder = HashEmbedder(1024, synonyms=SYNONYMS)
+            return PostgresStore(
+                postgres_dsn, name=name, embedder=embedder, search_mode="keyword", **options
+            )
 
         return make

@@ -17,9 +17,8 @@ from agentrecall.stores.imports import (
     version_row,
 )
 from agentrecall.stores.postgres.rows import check_storable, new_row
-from agentrecall.stores.postgres.tables import Tables
+from agentrecall.stores.postgres.tables import Connection, Tables
 from agentrecall.stores.postgres.writes import (
-    Connection,
     Row,
     insert,
     purge_expired,
@@ -45,12 +44,17 @@ def import_rows(records: Sequence[MemoryRecord]) -> list[Row]:
 
 
 async def import_records(
-    connection: Connection, tables: Tables, view: Scope, records: Sequence[MemoryRecord]
+    connection: Connection,
+    tables: Tables,
+    view: Scope,
+    records: Sequence[MemoryRecord],
+    found: dict[str, str] | None = None,
 ) -> int:
     """Insert copies of memories with their ids, timestamps and scopes; return how many were new.
 
     A record whose id the store holds, whose content its scope holds, or that has expired is
-    skipped. Consecutive records of one scope go in together, in order.
+    skipped. Consecutive records of one scope go in together, in order. With ``found`` (each
+    content's vector), each new memory's vector goes in too.
     """
     runs = scope_runs(view, records, MemoryRecord, "record")
     rows = import_rows(records)
@@ -61,7 +65,8 @@ async def import_records(
         number = await scope_number(connection, tables, target)
         live = [row for row in rows[start:stop] if row[6] is None or row[6] > now]
         if live:
-            added += len(await insert(connection, tables, number, live, "ON CONFLICT DO NOTHING"))
+            conflict = "ON CONFLICT DO NOTHING"
+            added += len(await insert(connection, tables, number, live, conflict, found))
     return added
 
 

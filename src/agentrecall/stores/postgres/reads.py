@@ -8,8 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentrecall.stores.postgres.tables import RECORD_COLUMNS, VERSION_COLUMNS, Params, Tables
-from agentrecall.stores.postgres.writes import Connection
+from agentrecall.stores.postgres.tables import (
+    RECORD_COLUMNS,
+    VERSION_COLUMNS,
+    Connection,
+    Params,
+    Tables,
+)
 from agentrecall.stores.records import record, version
 from agentrecall.stores.scopes import Scope
 from agentrecall.types import MemoryRecord, MemoryVersion

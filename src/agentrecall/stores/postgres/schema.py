@@ -119,6 +119,17 @@ MIGRATIONS: list[str] = [
         REFERENCING OLD TABLE AS old_rows
         FOR EACH STATEMENT EXECUTE FUNCTION {schema}.count_memories();
     """,
+    # Vectors as plain arrays, so writes need no extension; search casts them to pgvector's
+    # type, under an HNSW index per store and dimension made by the first store with an
+    # embedder (stores/postgres/vectors.py). A store records the model of its vectors.
+    """
+    ALTER TABLE {schema}.stores ADD COLUMN model text, ADD COLUMN dimension integer;
+    CREATE TABLE {schema}.vectors (
+        seq bigint PRIMARY KEY REFERENCES {schema}.memories (seq) ON DELETE CASCADE,
+        store integer NOT NULL,
+        embedding real[] NOT NULL
+    );
+    """,
 ]
 
 
@@ -130,9 +141,7 @@ async def migrate(connection: AsyncConnection[Any], schema: str) -> int:
     """
     name = sql.Identifier(schema)
     async with connection.transaction():
-        await connection.execute(
-            "SELECT pg_advisory_xact_lock(hashtextextended('agentrecall:' || %s, 0))", [schema]
-        )
+        await lock_schema(connection, schema)
         await connection.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(name))
         await connection.execute(
             sql.SQL(
@@ -153,3 +162,10 @@ async def migrate(connection: AsyncConnection[Any], schema: str) -> int:
                 [number + 1],
             )
         return len(MIGRATIONS) - version
+
+
+async def lock_schema(connection: AsyncConnection[Any], schema: str) -> None:
+    """Hold the schema's advisory lock until the current transaction ends."""
+    await connection.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended('agentrecall:' || %s, 0))", [schema]
+    )

@@ -19,8 +19,7 @@ from typing import Any
 from agentrecall.retrieval.bm25 import rerank
 from agentrecall.retrieval.plan import CANDIDATES, PROBE_POSTINGS, estimate_df, plan_terms
 from agentrecall.stores.postgres.rows import tsquery
-from agentrecall.stores.postgres.tables import Params, Tables
-from agentrecall.stores.postgres.writes import Connection
+from agentrecall.stores.postgres.tables import Connection, Params, Tables
 
 Scored = list[tuple[float, Any]]
 """``(BM25 score, (seq, id, content, metadata JSON))``, best first."""

@@ -14,6 +14,7 @@ from agentrecall._internal.checks import check_items, check_limit
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall._internal.postgres import AsyncPostgresPool, ConnectionOptions, parse_dsn
 from agentrecall._internal.text import check_text
+from agentrecall.embeddings.adapters import store_embedder
 from agentrecall.embeddings.base import Embedder
 from agentrecall.errors import InvalidArgumentError, StorageError
 from agentrecall.retrieval.bm25 import query_terms
@@ -29,11 +30,12 @@ from agentrecall.stores.front import (
     StoreFront,
     Versions,
 )
+from agentrecall.stores.hybrid import Hit, entries, keyword_hit, merged, pool_size, rank
 from agentrecall.stores.modes import SearchSettings
-from agentrecall.stores.postgres import imports, reads, search, writes
-from agentrecall.stores.postgres.schema import migrate
-from agentrecall.stores.postgres.tables import Tables
-from agentrecall.stores.postgres.writes import Connection
+from agentrecall.stores.postgres import imports, reads, search, vectors, writes
+from agentrecall.stores.postgres.schema import lock_schema, migrate
+from agentrecall.stores.postgres.tables import Connection, Tables
+from agentrecall.stores.postgres.vectors import Vectors
 from agentrecall.stores.records import hits
 from agentrecall.types import JsonObject, MemoryRecord
 
@@ -44,6 +46,11 @@ RETRIES = 5
 (concurrent batches holding one another's contents); each attempt is the whole transaction."""
 
 _RETRYABLE = frozenset({"40P01", "40001"})
+
+NO_NEIGHBOURS = (
+    "PostgresStore does not support conversation mode (neighbours) yet; search without it, "
+    "or use SQLiteStore for it"
+)
 
 
 class _Shared:
@@ -129,9 +136,13 @@ class PostgresStore(StoreFront):
             extraction: fact-extraction setting, kept as given for a memory manager.
             ttl: default lifetime of new memories (seconds or ``timedelta``); ``None`` keeps
                 them until deleted.
-            embedder: not supported yet; must be ``None``.
-            search_mode: ``"keyword"`` (the default and only mode without an embedder).
-            neighbours: conversation mode by default (see ``SQLiteStore``).
+            embedder: an :class:`~agentrecall.embeddings.Embedder`, to recall by meaning too:
+                every memory written through this store gets its vector, and searches may be
+                ``"semantic"`` or ``"hybrid"`` (which need pgvector on the server). Needs
+                ``numpy`` (the ``embeddings`` extra).
+            search_mode: the mode of a search whose options name none: ``"keyword"``,
+                ``"semantic"`` or ``"hybrid"``; default ``"hybrid"`` with an embedder.
+            neighbours: must be ``False``: conversation mode is not supported yet.
             session_key: the metadata key naming a memory's session in conversation mode.
             pool_size: the most connections the store (and its views) opens at once.
             connect_timeout: seconds to wait for the server before raising.
@@ -160,11 +171,16 @@ class PostgresStore(StoreFront):
             dsn, what=f"memory store '{name}'", min_size=1, max_size=pool_size, options=options
         )
         self._shared = _Shared(pool)
+        self._vectors: Vectors | None = None
         if embedder is not None:
-            raise InvalidArgumentError("PostgresStore does not take an embedder yet")
+            checked = store_embedder(embedder, "a PostgresStore with an embedder")
+            self._vectors = Vectors(checked, checked.model_id, checked.dimension)
+            self.capabilities = type(self).capabilities | {Capability.SEMANTIC}
         self._search_settings = SearchSettings.configure(
-            None, search_mode, neighbours, session_key, "PostgresStore"
+            self._vectors, search_mode, neighbours, session_key, "PostgresStore"
         )
+        if self._search_settings.neighbours:
+            raise InvalidArgumentError(NO_NEIGHBOURS)
 
     @property
     def schema(self) -> str:
@@ -197,28 +213,49 @@ class PostgresStore(StoreFront):
         if not checked:
             check_items(items)
         rows = writes.add_rows(items, utc_timestamp(), expires_at)
-        return await self._write(writes.add, self._scope, rows)
+        found = await self._prepare([content for content, _ in items])
+        return await self._write(writes.add, self._scope, rows, found)
 
     async def _add_many(self, batch: Items, expires_at: str | None) -> AddResults:
         check_items(batch)
         return await self._add(batch, expires_at, True)
 
     async def _import_records(self, records: RecordList) -> int:
-        return await self._write(imports.import_records, self._scope, records)
+        # Texts that cannot be memories are left to the import's checks, which refuse them.
+        texts = [r.content for r in records if isinstance(getattr(r, "content", None), str)]
+        found = await self._prepare(texts)
+        return await self._write(imports.import_records, self._scope, records, found)
 
     async def _import_versions(self, versions: Versions) -> int:
         return await self._write(imports.import_versions, self._scope, versions)
 
     async def _search(self, call: SearchCall) -> Entries:
+        if call.neighbours:
+            raise InvalidArgumentError(NO_NEIGHBOURS)
         terms = query_terms(call.query)
-        if not terms:
+        if call.mode == "keyword" and not terms or not call.query.strip():
             return []
-        conditions = call.conditions
+        vector = None
+        if self._vectors is not None and call.mode != "keyword":
+            vector = await self._vectors.query(call.query)
+        conditions, mode, limit = call.conditions, call.mode, call.limit
+        pool = pool_size(mode, False, limit)
 
         async def read(connection: Connection, tables: Tables) -> Entries:
             where, params = tables.where(conditions, utc_timestamp())
-            found = await search.keyword(connection, tables, terms, call.limit, where, params)
-            return hits(found)
+            if mode == "keyword":
+                return hits(await search.keyword(connection, tables, terms, limit, where, params))
+            keyword: list[Hit] = []
+            if mode == "hybrid" and terms:
+                found = await search.keyword(connection, tables, terms, pool, where, params)
+                keyword = [keyword_hit(entry) for entry in hits(found)]
+            semantic: list[Hit] = []
+            if vector is not None and self._vectors is not None:
+                semantic = await vectors.nearest(
+                    connection, tables, self._vectors, vector, where, params, pool
+                )
+            ranked = rank(mode, False, keyword, semantic)
+            return entries(merged(keyword, semantic), ranked[:limit], mode)
 
         return await self._read(read, [])
 
@@ -236,7 +273,10 @@ class PostgresStore(StoreFront):
         metadata: JsonObject | None,
         reason: str | None,
     ) -> MemoryRecord | None:
-        return await self._write(writes.update, self._scope, memory_id, content, metadata, reason)
+        found = None if content is None else await self._prepare([content])
+        return await self._write(
+            writes.update, self._scope, memory_id, content, metadata, reason, found
+        )
 
     async def _remove(self, ids: Ids | None, reason: str | None) -> int:
         return await self._write(writes.remove, self._scope, ids, reason)
@@ -265,6 +305,10 @@ class PostgresStore(StoreFront):
 
     # --- plumbing -----------------------------------------------------------------------------
 
+    async def _prepare(self, texts: list[str]) -> dict[str, str] | None:
+        """Return the vectors of ``texts`` for a write (none: no embedder), made off the loop."""
+        return None if self._vectors is None else await self._vectors.prepare(texts)
+
     async def _ready(self) -> Tables | None:
         """Return the store's tables, migrating them first if writable (``None``: none yet)."""
         shared = self._shared
@@ -282,28 +326,30 @@ class PostgresStore(StoreFront):
 
     async def _register(self, connection: Connection) -> int | None:
         """Migrate and add the store's row (writable), or look the row up (read-only)."""
-        schema = sql.Identifier(self._schema)
         if self.writable:
             await migrate(connection, self._schema)
-            await connection.execute(
-                sql.SQL(
-                    "INSERT INTO {}.stores (name) VALUES (%s) ON CONFLICT (name) DO NOTHING"
-                ).format(schema),
+        elif not await _exists(connection, self._schema):
+            return None
+        schema = sql.Identifier(self._schema)
+        async with connection.transaction():
+            if self.writable:
+                await lock_schema(connection, self._schema)
+                await connection.execute(
+                    sql.SQL(
+                        "INSERT INTO {}.stores (name) VALUES (%s) ON CONFLICT (name) DO NOTHING"
+                    ).format(schema),
+                    [self._root_name],
+                )
+            cursor = await connection.execute(
+                sql.SQL("SELECT store FROM {}.stores WHERE name = %s").format(schema),
                 [self._root_name],
             )
-        else:
-            cursor = await connection.execute(
-                "SELECT to_regclass(%s) IS NOT NULL", [f"{schema.as_string(None)}.stores"]
-            )
-            row = await cursor.fetchone()
-            if not row or not row[0]:
+            found = await cursor.fetchone()
+            if found is None:
                 return None
-        cursor = await connection.execute(
-            sql.SQL("SELECT store FROM {}.stores WHERE name = %s").format(schema),
-            [self._root_name],
-        )
-        found = await cursor.fetchone()
-        return None if found is None else int(found[0])
+            if self.writable and self._vectors is not None:
+                await vectors.enable(connection, Tables.of(self._schema, found[0]), self._vectors)
+            return int(found[0])
 
     async def _read(self, work: Callable[[Connection, Tables], Awaitable[T]], empty: T) -> T:
         """Run a read in one transaction; ``empty`` is its answer while no tables exist."""
@@ -331,3 +377,11 @@ class PostgresStore(StoreFront):
                 if state not in _RETRYABLE or attempt == RETRIES - 1:
                     raise
         raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+async def _exists(connection: Connection, schema: str) -> bool:
+    """Return whether ``schema`` holds the store tables (a read-only store never creates them)."""
+    name = f"{sql.Identifier(schema).as_string(None)}.stores"
+    cursor = await connection.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
+    row = await cursor.fetchone()
+    return bool(row and row[0])

@@ -7,14 +7,16 @@ a bound parameter (``%s``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from psycopg import sql
+from psycopg import AsyncConnection, sql
 
 from agentrecall.stores.front import Conditions
 from agentrecall.stores.postgres.filters import to_postgres
 from agentrecall.stores.scopes import Scope
 
 Params = list[object]
+Connection = AsyncConnection[Any]
 
 
 @dataclass(frozen=True, slots=True)

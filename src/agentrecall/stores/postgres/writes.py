@@ -13,18 +13,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from psycopg import AsyncConnection, errors
+from psycopg import errors
 
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall._internal.ids import new_time_ordered_ids
 from agentrecall.errors import InvalidArgumentError
+from agentrecall.stores.postgres import vectors
 from agentrecall.stores.postgres.rows import NewRow, new_row
-from agentrecall.stores.postgres.tables import RECORD_COLUMNS, Tables
+from agentrecall.stores.postgres.tables import RECORD_COLUMNS, Connection, Tables
 from agentrecall.stores.records import record
 from agentrecall.stores.scopes import Scope
 from agentrecall.types import AddResult, JsonObject, MemoryRecord
 
-Connection = AsyncConnection[Any]
 Row = tuple[Any, ...]
 """A memory to insert: ``(id, content, content_hash, metadata, created_at, updated_at,
 expires_at, terms, length)``."""
@@ -50,12 +50,19 @@ def add_rows(
 
 
 async def add(
-    connection: Connection, tables: Tables, scope: Scope, rows: Sequence[Row]
+    connection: Connection,
+    tables: Tables,
+    scope: Scope,
+    rows: Sequence[Row],
+    found: dict[str, str] | None = None,
 ) -> list[AddResult]:
-    """Insert new memories into ``scope``, duplicates skipped; return each row's memory id."""
+    """Insert new memories into ``scope``, duplicates skipped; return each row's memory id.
+
+    With ``found`` (each content's vector), the new memories' vectors go in too.
+    """
     await purge_expired(connection, tables, rows[0][4] if rows else utc_timestamp())
     number = await scope_number(connection, tables, scope)
-    inserted = await insert(connection, tables, number, rows, "ON CONFLICT DO NOTHING")
+    inserted = await insert(connection, tables, number, rows, "ON CONFLICT DO NOTHING", found)
     held = {key: memory_id for memory_id, key in inserted}
     missing = list({row[2] for row in rows} - held.keys())
     if missing:
@@ -69,14 +76,20 @@ async def add(
 
 
 async def insert(
-    connection: Connection, tables: Tables, scope: int, rows: Sequence[Row], conflict: str
+    connection: Connection,
+    tables: Tables,
+    scope: int,
+    rows: Sequence[Row],
+    conflict: str,
+    found: dict[str, str] | None = None,
 ) -> list[tuple[str, bytes]]:
     """Insert ``rows`` into scope number ``scope``, in order; return ``(id, hash)`` of the new.
 
-    ``conflict`` says which rows are skipped. Large batches are copied in first.
+    ``conflict`` says which rows are skipped. Large batches are copied in first. With
+    ``found`` (each content's vector), each new memory's vector goes in too.
     """
     target = f"INSERT INTO {tables.memories} (store, scope, {COLUMNS}) "
-    returning = f"{conflict} RETURNING id, content_hash"
+    returning = f"{conflict} RETURNING seq, id, content_hash, content"
     if len(rows) <= COPY_AFTER:
         arrays = [list(column) for column in zip(*rows, strict=True)] if rows else []
         casts = ", ".join(f"%s::{kind}[]" for kind in _TYPES)
@@ -100,7 +113,10 @@ async def insert(
             f"{target} SELECT %s, %s, {COLUMNS} FROM agentrecall_staging ORDER BY n {returning}",
             [tables.store, scope],
         )
-    return [(memory_id, bytes(key)) for memory_id, key in await cursor.fetchall()]
+    new = await cursor.fetchall()
+    if found is not None:
+        await vectors.store_new(connection, tables, [(row[0], row[3]) for row in new], found)
+    return [(memory_id, bytes(key)) for _, memory_id, key, _ in new]
 
 
 async def scope_number(connection: Connection, tables: Tables, scope: Scope) -> int:
@@ -132,8 +148,12 @@ async def update(
     content: str | None,
     metadata: JsonObject | None,
     reason: str | None,
+    found: dict[str, str] | None = None,
 ) -> MemoryRecord | None:
-    """Replace a memory's content and/or metadata, keeping the old version in its history."""
+    """Replace a memory's content and/or metadata, keeping the old version in its history.
+
+    New content loses its old vector; with ``found`` (its vector) it gets its new one.
+    """
     now = utc_timestamp()
     await purge_expired(connection, tables, now)
     where, params = tables.scope_where(scope, "m")
@@ -142,10 +162,10 @@ async def update(
         f"WHERE m.id = %s AND {where} FOR UPDATE",
         [memory_id, *params],
     )
-    found = await cursor.fetchone()
-    if found is None:
+    current = await cursor.fetchone()
+    if current is None:
         return None
-    seq = found[0]
+    seq = current[0]
     await keep_versions(connection, tables, "m.seq = %s", [seq], now, "update", reason)
     sets = ["updated_at = %s"]
     values: list[object] = [now]
@@ -165,6 +185,10 @@ async def update(
         raise InvalidArgumentError(
             "another memory of this scope already has that content; update would duplicate it"
         ) from None
+    if content is not None:
+        await connection.execute(f"DELETE FROM {tables.schema}.vectors WHERE seq = %s", [seq])
+        if found is not None:
+            await vectors.store_new(connection, tables, [(seq, content)], found)
     cursor = await connection.execute(
         f"SELECT {RECORD_COLUMNS} FROM {tables.records} WHERE m.seq = %s", [seq]
     )
