@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 import psycopg
 import pytest
 
 from agentrecall import InvalidArgumentError, PostgresStore
-from agentrecall.errors import ServerUnavailableError
+from agentrecall.errors import ServerUnavailableError, StorageError
 from agentrecall.stores.postgres.schema import MIGRATIONS
+from agentrecall.testing import HashEmbedder
 from agentrecall.testing.postgres import TemporaryPostgres
 
 
@@ -175,3 +178,44 @@ def test_the_extra_is_named_when_psycopg_is_missing() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert "pip install 'agentrecall[postgres]'" in result.stdout
+
+
+@pytest.mark.asyncio
+async def test_without_pgvector_keyword_works_and_semantic_names_the_extension(
+    postgres_server: Any,
+) -> None:
+    """A role that may not create extensions, in a database without pgvector."""
+    database = f"agentrecall_plain_{os.getpid()}"
+    with psycopg.connect(postgres_server.dsn, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+        admin.execute("DROP ROLE IF EXISTS agentrecall_plain")
+        admin.execute("CREATE ROLE agentrecall_plain LOGIN")
+        admin.execute(f"CREATE DATABASE {database} OWNER agentrecall_plain")
+    info = psycopg.conninfo.conninfo_to_dict(postgres_server.database_dsn(database))
+    info["user"] = "agentrecall_plain"
+    dsn = psycopg.conninfo.make_conninfo(**{k: str(v) for k, v in info.items()})
+    store = PostgresStore(dsn, embedder=HashEmbedder(64), search_mode="keyword")
+    try:
+        memory = await store.add("The user's seat is by the window")
+        assert [hit.id for hit in await store.search("window")] == [memory.id]
+        for mode in ("semantic", "hybrid"):
+            with pytest.raises(StorageError, match=r"pgvector extension \('vector'\)"):
+                await store.search("window", {"mode": mode})
+        assert _rows(dsn, "SELECT count(*) FROM agentrecall.vectors") == [(1,)]
+    finally:
+        await store.aclose()
+        with psycopg.connect(postgres_server.dsn, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+            admin.execute("DROP ROLE IF EXISTS agentrecall_plain")
+
+
+@pytest.mark.asyncio
+async def test_search_modes_refuse_conversation_mode_clearly(postgres_dsn: str) -> None:
+    with pytest.raises(InvalidArgumentError, match="conversation mode"):
+        PostgresStore(postgres_dsn, neighbours=True)
+    store = PostgresStore(postgres_dsn)
+    with pytest.raises(InvalidArgumentError, match="conversation mode"):
+        await store.search("anything", {"neighbours": True})
+    with pytest.raises(InvalidArgumentError, match="embedder"):
+        await store.search("anything", {"mode": "semantic"})
+    await store.aclose()
