@@ -22,6 +22,7 @@ from sqlite_checks import check_full_text_index, old_database
 
 from agentrecall import InvalidArgumentError, MemoryManager, StorageError
 from agentrecall._internal.sqlite import Database
+from agentrecall.retrieval import plan
 from agentrecall.retrieval.bm25 import bm25, idf, query_terms
 from agentrecall.retrieval.plan import NEWEST_POSTINGS, estimate_df, plan_terms
 from agentrecall.stores.contentkeys import content_hash
@@ -142,7 +143,7 @@ async def test_a_small_scope_in_a_larger_store_finds_its_memories(
 ) -> None:
     # With no budget, the common words "trip" and "lake" add only their newest postings:
     # those must be the scope's own, not the newest of the whole store.
-    monkeypatch.setattr(query, "POSTINGS_BUDGET", 0)
+    monkeypatch.setattr(plan, "POSTINGS_BUDGET", 0)
     others = store.scope(user_id="others")
     await others.add_many([(f"the trip to the lake number {i}", None) for i in range(1_500)])
     ana = store.scope(user_id="ana")

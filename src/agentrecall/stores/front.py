@@ -10,7 +10,7 @@ both backends refuse the same calls in the same words and apply the same rules.
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncGenerator, Iterable, Mapping
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -81,6 +81,25 @@ class Conditions:
         after = timestamp(created_after, "created_after")
         return cls(scope, filter, after, timestamp(created_before, "created_before"))
 
+    def filter_and_bounds(
+        self, render: Callable[[Mapping[str, Any]], tuple[str, list[object]]], mark: str
+    ) -> tuple[list[str], list[object]]:
+        """Return the SQL conditions of the filter and the time bounds over alias ``m``.
+
+        ``render`` turns the filter into the backend's SQL; ``mark`` is its placeholder.
+        """
+        parts: list[str] = []
+        params: list[object] = []
+        if self.filter is not None:
+            sql, filter_params = render(self.filter)
+            parts.append(f"({sql})")
+            params += filter_params
+        for bound, operator in ((self.created_after, ">="), (self.created_before, "<")):
+            if bound is not None:
+                parts.append(f"m.created_at {operator} {mark}")
+                params.append(bound)
+        return parts, params
+
     @property
     def filtered(self) -> bool:
         """Whether there is a metadata filter or a time bound beyond the scope."""
@@ -89,6 +108,15 @@ class Conditions:
             or self.created_after is not None
             or self.created_before is not None
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A checked update: the new content and metadata (``None``: kept), and why."""
+
+    content: str | None
+    metadata: JsonObject | None
+    reason: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +142,6 @@ class StoreFront:
 
     def _configure(
         self,
-        *,
         name: str,
         description: str | None,
         max_search_results: int | None,
@@ -349,7 +376,7 @@ class StoreFront:
             check_content(content, "content")
         if metadata is not None:
             check_json_object(metadata, "metadata")
-        return await self._update(memory_id, content, metadata, reason)
+        return await self._update(memory_id, Change(content, metadata, reason))
 
     async def delete(self, memory_id: str, *, reason: str | None = None) -> bool:
         """Forget one memory (its history keeps it); return whether it existed.
@@ -483,13 +510,8 @@ class StoreFront:
     async def _get(self, memory_id: str, conditions: Conditions) -> MemoryRecord | None:
         raise NotImplementedError
 
-    async def _update(
-        self,
-        memory_id: str,
-        content: str | None,
-        metadata: JsonObject | None,
-        reason: str | None,
-    ) -> MemoryRecord | None:
+    async def _update(self, memory_id: str, change: Change) -> MemoryRecord | None:
+        """Apply ``change`` to the memory of this scope with ``memory_id``, if there is one."""
         raise NotImplementedError
 
     async def _remove(self, ids: Ids | None, reason: str | None) -> int:

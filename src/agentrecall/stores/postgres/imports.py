@@ -9,13 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agentrecall._internal.clock import utc_timestamp
-from agentrecall.stores.imports import (
-    VersionRow,
-    beyond_held,
-    check_import_record,
-    scope_runs,
-    version_row,
-)
+from agentrecall.stores import imports as checks
 from agentrecall.stores.postgres.rows import check_storable, new_row
 from agentrecall.stores.postgres.tables import Connection, Tables
 from agentrecall.stores.postgres.writes import (
@@ -32,7 +26,7 @@ def import_rows(records: Sequence[MemoryRecord]) -> list[Row]:
     """Check every record of an import and return its row (messages give its index)."""
     rows: list[Row] = []
     for index, item in enumerate(records):
-        check_import_record(index, item)
+        checks.check_import_record(index, item)
         text, key, encoded, terms, length = new_row(
             item.content, item.metadata, f" (record {index})"
         )
@@ -56,7 +50,7 @@ async def import_records(
     skipped. Consecutive records of one scope go in together, in order. With ``found`` (each
     content's vector), each new memory's vector goes in too.
     """
-    runs = scope_runs(view, records, MemoryRecord, "record")
+    runs = checks.scope_runs(view, records, MemoryRecord, "record")
     rows = import_rows(records)
     now = utc_timestamp()
     await purge_expired(connection, tables, now)
@@ -78,18 +72,18 @@ async def import_versions(
     Of ``n`` identical versions (memory, scope, content, metadata, time, change, reason) only
     as many as the history lacks are added.
     """
-    runs = scope_runs(view, versions, MemoryVersion, "version")
-    rows = [version_row(index, version) for index, version in enumerate(versions)]
+    runs = checks.scope_runs(view, versions, MemoryVersion, "version")
+    rows = [checks.version_row(index, version) for index, version in enumerate(versions)]
     for index, version in enumerate(versions):
         where = f" (version {index})"
         check_storable(version.content, f"content{where}")
         check_storable(version.metadata, f"metadata{where}")
         check_storable(version.reason, f"reason{where}")
-    keyed: list[VersionRow] = []
+    keyed: list[checks.VersionRow] = []
     for target, start, stop in runs:
         number = await scope_number(connection, tables, target)
         keyed.extend((row[0], number, *row[1:]) for row in rows[start:stop])
-    held: dict[VersionRow, int] = {}
+    held: dict[checks.VersionRow, int] = {}
     for row in dict.fromkeys(keyed):
         cursor = await connection.execute(
             f"SELECT count(*) FROM {tables.history} WHERE store = %s AND id = %s AND scope = %s "
@@ -99,7 +93,7 @@ async def import_versions(
         )
         found = await cursor.fetchone()
         held[row] = int(found[0]) if found else 0
-    fresh = beyond_held(keyed, held)
+    fresh = checks.beyond_held(keyed, held)
     async with connection.cursor() as cursor:
         await cursor.executemany(
             f"INSERT INTO {tables.history} (store, id, scope, content, metadata, changed_at, "

@@ -18,18 +18,8 @@ from agentrecall.embeddings.adapters import store_embedder
 from agentrecall.embeddings.base import Embedder
 from agentrecall.errors import InvalidArgumentError, StorageError
 from agentrecall.retrieval.bm25 import query_terms
+from agentrecall.stores import front
 from agentrecall.stores.base import Capability
-from agentrecall.stores.front import (
-    AddResults,
-    Conditions,
-    Entries,
-    Ids,
-    Items,
-    RecordList,
-    SearchCall,
-    StoreFront,
-    Versions,
-)
 from agentrecall.stores.hybrid import Hit, entries, keyword_hit, merged, pool_size, rank
 from agentrecall.stores.modes import SearchSettings
 from agentrecall.stores.postgres import imports, reads, search, vectors, writes
@@ -37,7 +27,7 @@ from agentrecall.stores.postgres.schema import lock_schema, migrate
 from agentrecall.stores.postgres.tables import Connection, Tables
 from agentrecall.stores.postgres.vectors import Vectors
 from agentrecall.stores.records import hits
-from agentrecall.types import JsonObject, MemoryRecord
+from agentrecall.types import MemoryRecord
 
 T = TypeVar("T")
 
@@ -62,7 +52,7 @@ class _Shared:
         self.lock: asyncio.Lock | None = None
 
 
-class PostgresStore(StoreFront):
+class PostgresStore(front.StoreFront):
     """Memories in a PostgreSQL database: the same contract as ``SQLiteStore``, many machines.
 
     Every agent that reaches the server shares the memories; several stores (``name``) live
@@ -150,14 +140,7 @@ class PostgresStore(StoreFront):
         Raises:
             InvalidArgumentError: an argument has an unusable value (also a ``ValueError``).
         """
-        self._configure(
-            name=name,
-            description=description,
-            max_search_results=max_search_results,
-            writable=writable,
-            extraction=extraction,
-            ttl=ttl,
-        )
+        self._configure(name, description, max_search_results, writable, extraction, ttl)
         self._address = parse_dsn(dsn)
         if not isinstance(schema, str) or not schema.strip():
             raise InvalidArgumentError(f"schema must be a non-blank string, got {schema!r}")
@@ -209,27 +192,29 @@ class PostgresStore(StoreFront):
 
     # --- the hooks of StoreFront ----------------------------------------------------------
 
-    async def _add(self, items: Items, expires_at: str | None, checked: bool) -> AddResults:
+    async def _add(
+        self, items: front.Items, expires_at: str | None, checked: bool
+    ) -> front.AddResults:
         if not checked:
             check_items(items)
         rows = writes.add_rows(items, utc_timestamp(), expires_at)
         found = await self._prepare([content for content, _ in items])
         return await self._write(writes.add, self._scope, rows, found)
 
-    async def _add_many(self, batch: Items, expires_at: str | None) -> AddResults:
+    async def _add_many(self, batch: front.Items, expires_at: str | None) -> front.AddResults:
         check_items(batch)
         return await self._add(batch, expires_at, True)
 
-    async def _import_records(self, records: RecordList) -> int:
+    async def _import_records(self, records: front.RecordList) -> int:
         # Texts that cannot be memories are left to the import's checks, which refuse them.
         texts = [r.content for r in records if isinstance(getattr(r, "content", None), str)]
         found = await self._prepare(texts)
         return await self._write(imports.import_records, self._scope, records, found)
 
-    async def _import_versions(self, versions: Versions) -> int:
+    async def _import_versions(self, versions: front.Versions) -> int:
         return await self._write(imports.import_versions, self._scope, versions)
 
-    async def _search(self, call: SearchCall) -> Entries:
+    async def _search(self, call: front.SearchCall) -> front.Entries:
         if call.neighbours:
             raise InvalidArgumentError(NO_NEIGHBOURS)
         terms = query_terms(call.query)
@@ -241,7 +226,7 @@ class PostgresStore(StoreFront):
         conditions, mode, limit = call.conditions, call.mode, call.limit
         pool = pool_size(mode, False, limit)
 
-        async def read(connection: Connection, tables: Tables) -> Entries:
+        async def read(connection: Connection, tables: Tables) -> front.Entries:
             where, params = tables.where(conditions, utc_timestamp())
             if mode == "keyword":
                 return hits(await search.keyword(connection, tables, terms, limit, where, params))
@@ -259,47 +244,41 @@ class PostgresStore(StoreFront):
 
         return await self._read(read, [])
 
-    async def _get(self, memory_id: str, conditions: Conditions) -> MemoryRecord | None:
+    async def _get(self, memory_id: str, conditions: front.Conditions) -> MemoryRecord | None:
         async def read(connection: Connection, tables: Tables) -> MemoryRecord | None:
             where, params = tables.where(conditions, utc_timestamp())
             return await reads.get(connection, tables, memory_id, where, params)
 
         return await self._read(read, None)
 
-    async def _update(
-        self,
-        memory_id: str,
-        content: str | None,
-        metadata: JsonObject | None,
-        reason: str | None,
-    ) -> MemoryRecord | None:
-        found = None if content is None else await self._prepare([content])
-        return await self._write(
-            writes.update, self._scope, memory_id, content, metadata, reason, found
-        )
+    async def _update(self, memory_id: str, change: front.Change) -> MemoryRecord | None:
+        found = None if change.content is None else await self._prepare([change.content])
+        return await self._write(writes.update, self._scope, memory_id, change, found)
 
-    async def _remove(self, ids: Ids | None, reason: str | None) -> int:
+    async def _remove(self, ids: front.Ids | None, reason: str | None) -> int:
         return await self._write(writes.remove, self._scope, ids, reason)
 
-    async def _page(self, conditions: Conditions, offset: int, limit: int | None) -> RecordList:
-        async def read(connection: Connection, tables: Tables) -> RecordList:
+    async def _page(
+        self, conditions: front.Conditions, offset: int, limit: int | None
+    ) -> front.RecordList:
+        async def read(connection: Connection, tables: Tables) -> front.RecordList:
             where, params = tables.where(conditions, utc_timestamp())
             return await reads.page(connection, tables, where, params, offset, limit)
 
         return await self._read(read, [])
 
-    async def _count(self, conditions: Conditions) -> int:
+    async def _count(self, conditions: front.Conditions) -> int:
         async def read(connection: Connection, tables: Tables) -> int:
             where, params = tables.where(conditions, utc_timestamp())
             return await reads.count(connection, tables, where, params)
 
         return await self._read(read, 0)
 
-    async def _history(self, memory_id: str) -> Versions:
+    async def _history(self, memory_id: str) -> front.Versions:
         read = functools.partial(reads.history, scope=self._scope, memory_id=memory_id)
         return await self._read(read, [])
 
-    async def _versions_page(self, after: Any, limit: int) -> tuple[Versions, Any]:
+    async def _versions_page(self, after: Any, limit: int) -> tuple[front.Versions, Any]:
         read = functools.partial(reads.versions, scope=self._scope, after=after, limit=limit)
         return await self._read(read, ([], None))
 

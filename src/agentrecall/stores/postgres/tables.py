@@ -6,6 +6,7 @@ a bound parameter (``%s``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,19 +78,9 @@ class Tables:
     def where(self, found: Conditions, now: str) -> tuple[str, Params]:
         """Return the conditions every read applies over ``m``: scope, expiry, filter, bounds."""
         where, params = self.scope_where(found.scope, "m")
-        parts = [where, "(m.expires_at IS NULL OR m.expires_at > %s)"]
-        params.append(now)
-        if found.filter is not None:
-            filter_sql, filter_params = to_postgres(found.filter, "m.metadata")
-            parts.append(filter_sql)
-            params += filter_params
-        if found.created_after is not None:
-            parts.append("m.created_at >= %s")
-            params.append(found.created_after)
-        if found.created_before is not None:
-            parts.append("m.created_at < %s")
-            params.append(found.created_before)
-        return " AND ".join(parts), params
+        more, values = found.filter_and_bounds(_metadata_filter, "%s")
+        parts = [where, "(m.expires_at IS NULL OR m.expires_at > %s)", *more]
+        return " AND ".join(parts), [*params, now, *values]
 
 
 RECORD_COLUMNS = (
@@ -103,3 +94,7 @@ VERSION_COLUMNS = (
     "s.user_id, s.agent_id, s.session_id"
 )
 """The columns :func:`agentrecall.stores.records.version` reads, over ``Tables.versions``."""
+
+
+def _metadata_filter(filter: Mapping[str, Any]) -> tuple[str, Params]:
+    return to_postgres(filter, "m.metadata")

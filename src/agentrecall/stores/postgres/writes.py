@@ -18,6 +18,7 @@ from psycopg import errors
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall._internal.ids import new_time_ordered_ids
 from agentrecall.errors import InvalidArgumentError
+from agentrecall.stores.front import Change
 from agentrecall.stores.postgres import vectors
 from agentrecall.stores.postgres.rows import NewRow, new_row
 from agentrecall.stores.postgres.tables import RECORD_COLUMNS, Connection, Tables
@@ -145,15 +146,14 @@ async def update(
     tables: Tables,
     scope: Scope,
     memory_id: str,
-    content: str | None,
-    metadata: JsonObject | None,
-    reason: str | None,
+    change: Change,
     found: dict[str, str] | None = None,
 ) -> MemoryRecord | None:
     """Replace a memory's content and/or metadata, keeping the old version in its history.
 
     New content loses its old vector; with ``found`` (its vector) it gets its new one.
     """
+    content, metadata, reason = change.content, change.metadata, change.reason
     now = utc_timestamp()
     await purge_expired(connection, tables, now)
     where, params = tables.scope_where(scope, "m")
@@ -202,10 +202,7 @@ async def remove(
     ids: Sequence[str] | None,
     reason: str | None,
 ) -> int:
-    """Delete the memories of ``scope`` with these ids (all of them for ``None``); count them.
-
-    Each deleted memory's last version goes to its history.
-    """
+    """Move ``scope``'s memories with ``ids`` (or all, for ``None``) to the history; count them."""
     now = utc_timestamp()
     await purge_expired(connection, tables, now)
     where, params = tables.scope_where(scope, "m")

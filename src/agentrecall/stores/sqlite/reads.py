@@ -8,6 +8,8 @@ open connection and runs on the store's worker thread.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
+from typing import Any
 
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall.retrieval.filters import to_sql
@@ -27,19 +29,13 @@ Cursor = tuple[str, int]
 def conditions(found: Conditions) -> tuple[str, Params]:
     """Return the WHERE conditions every read applies: scope, expiry, filter, time bounds."""
     where, params = scope_where(found.scope, "m")
-    parts = [where, "(m.expires_at IS NULL OR m.expires_at > ?)"]
-    values: Params = [*params, utc_timestamp()]
-    if found.filter is not None:
-        sql, filter_params = to_sql(found.filter, "m.metadata")
-        parts.append(f"({sql})")
-        values.extend(filter_params)
-    if found.created_after is not None:
-        parts.append("m.created_at >= ?")
-        values.append(found.created_after)
-    if found.created_before is not None:
-        parts.append("m.created_at < ?")
-        values.append(found.created_before)
-    return " AND ".join(parts), values
+    more, values = found.filter_and_bounds(_metadata_filter, "?")
+    parts = [where, "(m.expires_at IS NULL OR m.expires_at > ?)", *more]
+    return " AND ".join(parts), [*params, utc_timestamp(), *values]
+
+
+def _metadata_filter(filter: Mapping[str, Any]) -> tuple[str, Params]:
+    return to_sql(filter, "m.metadata")
 
 
 def get(

@@ -21,6 +21,7 @@ from agentrecall.stores.base import Capability
 from agentrecall.stores.contentkeys import content_hash, content_key
 from agentrecall.stores.front import (
     AddResults,
+    Change,
     Conditions,
     Entries,
     Ids,
@@ -39,7 +40,7 @@ from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
 from agentrecall.stores.sqlite.search import ranked_search
 from agentrecall.stores.sqlite.tables import CHUNK, index_unindexed
 from agentrecall.stores.sqlite.vector_sql import PreparedVectors
-from agentrecall.types import JsonObject, MemoryRecord
+from agentrecall.types import MemoryRecord
 
 T = TypeVar("T")
 
@@ -157,14 +158,7 @@ class SQLiteStore(StoreFront):
             ImportError: an embedder or a mode other than ``"keyword"`` was given and ``numpy``
                 is not installed (``pip install 'agentrecall[embeddings]'``).
         """
-        self._configure(
-            name=name,
-            description=description,
-            max_search_results=max_search_results,
-            writable=writable,
-            extraction=extraction,
-            ttl=ttl,
-        )
+        self._configure(name, description, max_search_results, writable, extraction, ttl)
         if not isinstance(fsync, bool):
             raise InvalidArgumentError(f"fsync must be True or False, got {fsync!r}")
         self._fsync = fsync
@@ -332,14 +326,9 @@ class SQLiteStore(StoreFront):
         where, params = reads.conditions(conditions)
         return await self._read(lambda db: reads.get(db, memory_id, where, params))
 
-    async def _update(
-        self,
-        memory_id: str,
-        content: str | None,
-        metadata: JsonObject | None,
-        reason: str | None,
-    ) -> MemoryRecord | None:
-        vectors = None if content is None else await self._prepare([content])
+    async def _update(self, memory_id: str, change: Change) -> MemoryRecord | None:
+        vectors = None if change.content is None else await self._prepare([change.content])
+        content, metadata, reason = change.content, change.metadata, change.reason
         return await self._write(writes.update, memory_id, content, metadata, reason, vectors)
 
     async def _remove(self, ids: Ids | None, reason: str | None) -> int:
