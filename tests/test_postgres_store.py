@@ -219,3 +219,25 @@ async def test_search_modes_refuse_conversation_mode_clearly(postgres_dsn: str) 
     with pytest.raises(InvalidArgumentError, match="embedder"):
         await store.search("anything", {"mode": "semantic"})
     await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_large_batches_go_through_copy_and_dedup_like_small_ones(postgres_dsn: str) -> None:
+    store = PostgresStore(postgres_dsn)
+    scoped = store.scope(user_id="ana")
+    await scoped.add("Copied fact 7", {"first": True})
+    contents = [f"Copied fact {n % 2_000}" for n in range(2_500)]  # 500 repeats in the batch
+    results = await scoped.add_many([(content, {"n": n}) for n, content in enumerate(contents)])
+    assert len({result.id for result in results}) == 2_000
+    assert results[7].id == (await scoped.list(limit=1))[0].id
+    assert [results[n].id for n in range(2_000, 2_500)] == [results[n].id for n in range(500)]
+    assert await store.count() == 2_000
+    records = await store.list()
+    assert [record.content for record in records[1:4]] == [f"Copied fact {n}" for n in (0, 1, 2)]
+    copy = PostgresStore(postgres_dsn, name="copy")
+    assert await copy.import_records(records) == 2_000
+    assert await copy.import_records(records) == 0
+    assert await copy.list() == records
+    assert [hit.content for hit in await copy.search("fact 1999")][:1] == ["Copied fact 1999"]
+    for each in (store, copy):
+        await each.aclose()
