@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
+import psycopg
 import pytest
 
-from agentrecall import PostgresStore, SQLiteStore
+from agentrecall import PostgresStore, SQLiteStore, SyncStore
 from agentrecall.migrate import migrate
 
 
@@ -34,3 +37,29 @@ async def test_sqlite_to_postgres_and_back_is_exact(tmp_path: Path, postgres_dsn
         assert await copy.scope(user_id="ana").history(kept.id) == await ana.history(kept.id)
     for store in (source, middle, back):
         await store.aclose()
+
+
+def test_the_cli_migrates_into_and_out_of_postgresql(tmp_path: Path, postgres_dsn: str) -> None:
+    source = tmp_path / "memory.db"
+    sync = SyncStore(SQLiteStore(source))
+    kept = sync.scope(user_id="ana").add("Prefers aisle seats")
+    sync.close()
+    url = postgres_dsn if postgres_dsn.startswith("postgres") else _url(postgres_dsn)
+    into = _cli("migrate", str(source), url)
+    assert into.returncode == 0, into.stderr
+    assert "copied 1 memory to database" in into.stdout and "password" not in into.stdout
+    back = tmp_path / "back.json"
+    out = _cli("migrate", url, str(back), "--flatten")
+    assert out.returncode == 0, out.stderr
+    assert kept.id in back.read_text(encoding="utf-8")
+
+
+def _url(dsn: str) -> str:
+    info = psycopg.conninfo.conninfo_to_dict(dsn)
+    return f"postgresql://{info['user']}@{info['host']}:{info['port']}/{info['dbname']}"
+
+
+def _cli(*arguments: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "agentrecall", *arguments], capture_output=True, text=True
+    )

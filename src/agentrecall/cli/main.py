@@ -23,7 +23,7 @@ from agentrecall.cli.embedding import LOCAL, embedder_named
 from agentrecall.cli.migrating import migrate_to
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.evaluation import locomo
-from agentrecall.migrate import ProgressBar, store_kind
+from agentrecall.migrate import ProgressBar, is_postgres_url, store_kind
 from agentrecall.stores.base import MemoryStore
 from agentrecall.stores.jsonfile import JsonFileStore
 from agentrecall.stores.sqlite import SQLiteStore
@@ -176,14 +176,24 @@ def _migrate(args: argparse.Namespace) -> int:
     result = migrate_to(
         args.source, args.destination, flatten=args.flatten, drop_history=args.drop_history
     )
-    data = {"source": args.source, "destination": args.destination}
+    source, destination = _shown_store(args.source), _shown_store(args.destination)
+    data: dict[str, object] = {"source": source, "destination": destination}
     data.update(copied=result.copied, skipped=result.skipped, versions=result.versions)
     history = f" and {result.versions} versions of history" if result.versions else ""
     memories = "memory" if result.copied == 1 else "memories"
-    text = f"copied {result.copied} {memories}{history} to {args.destination}"
+    text = f"copied {result.copied} {memories}{history} to {destination}"
     text += f" ({result.skipped} skipped)"
     _emit(args, data, text)
     return report.OK
+
+
+def _shown_store(text: str) -> str:
+    """Return a store argument as output shows it: a URL as its server, never its password."""
+    if not is_postgres_url(text):
+        return text
+    from agentrecall._internal.postgres import parse_dsn
+
+    return str(parse_dsn(text))
 
 
 def _store_file(text: str) -> str:
@@ -358,7 +368,9 @@ def _file_commands(commands: Any, output: argparse.ArgumentParser) -> None:
         parents=[output],
         help="copy every memory of one store file into another, keeping ids",
     )
-    migrate.add_argument("source", type=_store_file, help="a .json, .db or .sqlite file")
+    migrate.add_argument(
+        "source", type=_store_file, help="a .json, .db or .sqlite file, or a postgresql:// URL"
+    )
     migrate.add_argument(
         "destination", type=_store_file, help="created when missing (its directory is not)"
     )
