@@ -19,6 +19,9 @@ The tables:
   the content's terms as :func:`~agentrecall.retrieval.keywords.keyword_terms` reads them, with
   positions, under a GIN index; ``length`` is how many terms it has, for BM25.
 * ``history``: the versions updates, deletes and expiry replaced.
+* Ids and times are ``COLLATE "C"``: they sort by code point, as in SQLite and Python.
+* ``vectors (seq, store, embedding real[])`` (migration 2): a memory's vector, deleted with
+  it; see :mod:`~agentrecall.stores.postgres.vectors`.
 * ``store_stats (store, shard, memories, terms)``: the count and total length of each store's
   memories, kept by statement triggers in 16 shards (a writer updates the shard of its
   connection's backend), so concurrent writers rarely wait for one another's counter row.

@@ -81,6 +81,11 @@ class PostgresStore(front.StoreFront):
       terms picks candidates by the shared term plan and the shared BM25 rerank orders
       them; ties go to the newer memory; ``_relevanceScore`` is the BM25 score. Term
       statistics are the store's (every scope), kept exact by triggers.
+    * With an embedder, search by meaning: vectors are stored with every write (as ``real[]``,
+      which needs no extension), and semantic search walks pgvector's HNSW index (cosine) of
+      the store; hybrid search fuses both rankings as ``SQLiteStore`` does. On a server
+      without pgvector, keyword search works and semantic search raises a
+      :class:`~agentrecall.errors.StorageError` naming the extension.
     * Filters, time bounds, scopes, expiry and history behave as in ``SQLiteStore``: the
       conformance suite of :mod:`agentrecall.testing` runs unchanged on both.
     * A server that cannot be reached raises
@@ -89,7 +94,8 @@ class PostgresStore(front.StoreFront):
       before lending it, so once the server is back the next call succeeds.
 
     Limits: content and metadata cannot hold U+0000 (PostgreSQL text cannot); an integer in
-    metadata beyond 64 bits compares exactly in filters (SQLite compares it as a float).
+    metadata beyond 64 bits compares exactly in filters (SQLite compares it as a float);
+    conversation mode (``neighbours``) is not supported yet. See ``docs/postgres.md``.
     """
 
     capabilities: frozenset[Capability] = frozenset(Capability) - {Capability.SEMANTIC}
