@@ -241,3 +241,17 @@ async def test_large_batches_go_through_copy_and_dedup_like_small_ones(postgres_
     assert [hit.content for hit in await copy.search("fact 1999")][:1] == ["Copied fact 1999"]
     for each in (store, copy):
         await each.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_bad_item_late_in_a_large_batch_stores_nothing(postgres_dsn: str) -> None:
+    store = PostgresStore(postgres_dsn)
+    items: list[tuple[str, Any]] = [(f"Bulk fact {n}", None) for n in range(5_000)]
+    items[4_500] = ("   ", None)
+    with pytest.raises(InvalidArgumentError, match=r"item 4500"):
+        await store.add_many(items)
+    items[4_500] = ("Fine words", {"nul": "\0"})
+    with pytest.raises(InvalidArgumentError, match=r"item 4500.*U\+0000"):
+        await store.add_many(items)
+    assert await store.count() == 0
+    await store.aclose()

@@ -1,9 +1,8 @@
 """New rows of ``PostgresStore``: a memory's columns, computed in Python, checked for PostgreSQL.
 
-The ``terms`` column holds the content's terms as the shared BM25 reads them
+The ``terms`` column holds the content's distinct terms as the shared BM25 reads them
 (:func:`~agentrecall.retrieval.keywords.keyword_terms`: stemmed, diacritics folded, CJK
-characters and pairs), with their positions, so the GIN index finds exactly the memories the
-rerank scores, and ``ts_rank_cd`` sees where the terms stand.
+characters and pairs), so the GIN index finds exactly the memories the rerank scores.
 """
 
 from __future__ import annotations
@@ -14,38 +13,31 @@ from agentrecall.stores.contentkeys import content_hash
 from agentrecall.stores.imports import encode
 from agentrecall.types import JsonObject
 
-MAX_POSITION = 16_383
-"""PostgreSQL's highest ``tsvector`` position; later terms share it."""
-
-MAX_POSITIONS = 256
-"""Positions PostgreSQL keeps per lexeme."""
-
-MAX_LEXEME_BYTES = 2_046
-"""A longer term cannot be a lexeme; it is left out of the index (and so never found)."""
+MAX_LEXEME_CHARACTERS = 511
+"""A longer term may pass PostgreSQL's 2,046 bytes a lexeme: it is left out of the index (and
+so never found); shorter ones always fit, at 4 bytes a character at most."""
 
 NewRow = tuple[str, bytes, str | None, str, int]
 """``(content, content_hash, metadata JSON, terms, length)`` of a memory to insert."""
 
 
 def tsvector(content: str) -> tuple[str, int]:
-    """Return the ``tsvector`` text of ``content``'s terms with positions, and how many terms."""
+    """Return the ``tsvector`` text of ``content``'s distinct terms, and how many terms it has.
+
+    Terms are runs of letters and digits (or CJK characters), so none holds a quote or a
+    backslash and each can be written between quotes as it is. No positions are kept: the
+    rerank reads the text, and without them an import builds rows twice as fast.
+    """
     terms = keyword_terms(content)
-    positions: dict[str, list[int]] = {}
-    for number, term in enumerate(terms, start=1):
-        held = positions.setdefault(term, [])
-        if len(held) < MAX_POSITIONS:
-            held.append(min(number, MAX_POSITION))
-    lexemes = [
-        "'" + term.replace("\\", "\\\\").replace("'", "''") + "':" + ",".join(map(str, spots))
-        for term, spots in positions.items()
-        if len(term.encode("utf-8", "surrogatepass")) <= MAX_LEXEME_BYTES
-    ]
-    return " ".join(lexemes), len(terms)
+    lexemes = dict.fromkeys(terms)
+    if len(content) > MAX_LEXEME_CHARACTERS:  # only a long content can hold a long term
+        lexemes = {term: None for term in lexemes if len(term) <= MAX_LEXEME_CHARACTERS}
+    return "'" + "' '".join(lexemes) + "'" if lexemes else "", len(terms)
 
 
 def tsquery(terms: list[str]) -> str:
-    """Return the ``tsquery`` text matching any of ``terms``."""
-    return " | ".join("'" + term.replace("\\", "\\\\").replace("'", "''") + "'" for term in terms)
+    """Return the ``tsquery`` text matching any of ``terms`` (as :func:`tsvector` writes them)."""
+    return "'" + "' | '".join(terms) + "'"
 
 
 def new_row(content: str, metadata: JsonObject | None, where: str) -> NewRow:

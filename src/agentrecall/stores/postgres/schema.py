@@ -69,7 +69,6 @@ MIGRATIONS: list[str] = [
     CREATE UNIQUE INDEX memories_id ON {schema}.memories (store, id);
     CREATE UNIQUE INDEX memories_dedup ON {schema}.memories (scope, content_hash);
     CREATE INDEX memories_store ON {schema}.memories (store, seq);
-    CREATE INDEX memories_scope ON {schema}.memories (scope, seq);
     CREATE INDEX memories_created ON {schema}.memories (store, created_at);
     CREATE INDEX memories_expiry ON {schema}.memories (store, expires_at)
         WHERE expires_at IS NOT NULL;

@@ -201,15 +201,19 @@ class PostgresStore(front.StoreFront):
     async def _add(
         self, items: front.Items, expires_at: str | None, checked: bool
     ) -> front.AddResults:
-        if not checked:
-            check_items(items)
-        rows = writes.add_rows(items, utc_timestamp(), expires_at)
-        found = await self._prepare([content for content, _ in items])
-        return await self._write(writes.add, self._scope, rows, found)
+        found = None
+        if self._vectors is not None:
+            # Checked before the model runs, then embedded outside the transaction.
+            if not checked:
+                check_items(items)
+            checked, found = True, await self._prepare([content for content, _ in items])
+        new = writes.NewMemories(items, utc_timestamp(), expires_at, checked)
+        return await self._write(writes.add, self._scope, new, found)
 
     async def _add_many(self, batch: front.Items, expires_at: str | None) -> front.AddResults:
-        check_items(batch)
-        return await self._add(batch, expires_at, True)
+        # Each chunk is checked as it is built, in a thread; a bad item still stores nothing
+        # (one transaction).
+        return await self._add(batch, expires_at, False)
 
     async def _import_records(self, records: front.RecordList) -> int:
         # Texts that cannot be memories are left to the import's checks, which refuse them.

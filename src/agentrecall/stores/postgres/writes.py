@@ -10,11 +10,14 @@ copied into a temporary table with ``COPY`` first.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from psycopg import errors
 
+from agentrecall._internal.checks import check_item
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall._internal.ids import new_time_ordered_ids
 from agentrecall.errors import InvalidArgumentError
@@ -37,33 +40,54 @@ COLUMNS = "id, content, content_hash, metadata, created_at, updated_at, expires_
 _TYPES = ("text", "text", "bytea", "jsonb", "text", "text", "text", "tsvector", "integer")
 
 
-def add_rows(
-    items: Sequence[tuple[str, JsonObject | None]], now: str, expires_at: str | None
-) -> list[Row]:
-    """Return the rows of new memories for checked ``(content, metadata)`` items."""
-    ids = new_time_ordered_ids(len(items))
-    rows: list[Row] = []
-    for index, (memory_id, (content, metadata)) in enumerate(zip(ids, items, strict=True)):
-        computed: NewRow = new_row(content, metadata, "" if len(items) == 1 else f" (item {index})")
-        text, key, encoded, terms, length = computed
-        rows.append((memory_id, text, key, encoded, now, None, expires_at, terms, length))
-    return rows
+CHUNK = 2_000
+"""Rows a large add builds at a time: the next chunk is built (in a thread) while the server
+inserts the one before, which made imports about twice as fast as building every row first."""
+
+
+@dataclass(frozen=True, slots=True)
+class NewMemories:
+    """Items to add, and how their rows are built: checked, stamped with one time and expiry."""
+
+    items: Sequence[tuple[str, JsonObject | None]]
+    now: str
+    expires_at: str | None
+    checked: bool
+
+    def rows(self, start: int, stop: int) -> list[Row]:
+        """Return the rows of items ``start:stop`` (checking each first unless ``checked``)."""
+        part = self.items[start:stop]
+        ids = new_time_ordered_ids(len(part))
+        rows: list[Row] = []
+        for index, (memory_id, (content, metadata)) in enumerate(zip(ids, part, strict=True)):
+            where = "" if len(self.items) == 1 else f" (item {start + index})"
+            if not self.checked:
+                check_item(content, metadata, where)
+            computed: NewRow = new_row(content, metadata, where)
+            text, key, encoded, terms, length = computed
+            times = (self.now, None, self.expires_at)
+            rows.append((memory_id, text, key, encoded, *times, terms, length))
+        return rows
 
 
 async def add(
     connection: Connection,
     tables: Tables,
     scope: Scope,
-    rows: Sequence[Row],
+    new: NewMemories,
     found: dict[str, str] | None = None,
 ) -> list[AddResult]:
-    """Insert new memories into ``scope``, duplicates skipped; return each row's memory id.
+    """Insert new memories into ``scope``, duplicates skipped; return each item's memory id.
 
     With ``found`` (each content's vector), the new memories' vectors go in too.
     """
-    await purge_expired(connection, tables, rows[0][4] if rows else utc_timestamp())
+    await purge_expired(connection, tables, new.now)
     number = await scope_number(connection, tables, scope)
-    inserted = await insert(connection, tables, number, rows, "ON CONFLICT DO NOTHING", found)
+    rows: list[Row] = []
+    inserted: list[tuple[str, bytes]] = []
+    async for chunk in _built(new):
+        rows += chunk
+        inserted += await insert(connection, tables, number, chunk, "ON CONFLICT DO NOTHING", found)
     held = {key: memory_id for memory_id, key in inserted}
     missing = list({row[2] for row in rows} - held.keys())
     if missing:
@@ -74,6 +98,32 @@ async def add(
         )
         held.update({bytes(key): memory_id for key, memory_id in await cursor.fetchall()})
     return [AddResult(id=held[row[2]]) for row in rows]
+
+
+async def _built(new: NewMemories) -> AsyncIterator[list[Row]]:
+    """Yield the rows of ``new`` a chunk at a time, each built in a thread during the last's use."""
+    total = len(new.items)
+    if total <= CHUNK:
+        yield (
+            new.rows(0, total)
+            if total <= COPY_AFTER
+            else await asyncio.to_thread(new.rows, 0, total)
+        )
+        return
+    starts = range(0, total, CHUNK)
+    pending = asyncio.ensure_future(asyncio.to_thread(new.rows, 0, min(CHUNK, total)))
+    try:
+        for start in starts:
+            rows = await pending
+            following = start + CHUNK
+            if following < total:
+                stop = min(following + CHUNK, total)
+                pending = asyncio.ensure_future(asyncio.to_thread(new.rows, following, stop))
+            yield rows
+    finally:
+        if not pending.done():
+            # A failed insert leaves the next chunk building: wait for it, whatever it raises.
+            await asyncio.gather(pending, return_exceptions=True)
 
 
 async def insert(
@@ -90,7 +140,9 @@ async def insert(
     ``found`` (each content's vector), each new memory's vector goes in too.
     """
     target = f"INSERT INTO {tables.memories} (store, scope, {COLUMNS}) "
-    returning = f"{conflict} RETURNING seq, id, content_hash, content"
+    returning = f"{conflict} RETURNING seq, id, content_hash"
+    if found is not None:
+        returning += ", content"
     if len(rows) <= COPY_AFTER:
         arrays = [list(column) for column in zip(*rows, strict=True)] if rows else []
         casts = ", ".join(f"%s::{kind}[]" for kind in _TYPES)
@@ -117,7 +169,7 @@ async def insert(
     new = await cursor.fetchall()
     if found is not None:
         await vectors.store_new(connection, tables, [(row[0], row[3]) for row in new], found)
-    return [(memory_id, bytes(key)) for _, memory_id, key, _ in new]
+    return [(row[1], bytes(row[2])) for row in new]
 
 
 async def scope_number(connection: Connection, tables: Tables, scope: Scope) -> int:
