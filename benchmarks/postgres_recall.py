@@ -9,8 +9,8 @@ writes ``benchmarks/results/postgres-recall.md``.
    conversation's turns in a fresh store, its questions searched, R@10 and the rest scored.
    Rows: ``SQLiteStore`` (BM25), ``PostgresStore`` keyword (the shared BM25 over the GIN
    index's candidates), the same memories ranked by PostgreSQL's ``ts_rank_cd`` instead (an
-   OR of the query's terms over the store's ``terms`` column, normalisation 1, which divides
-   by the log of the length), and ``PostgresStore`` semantic and hybrid with
+   OR of the query's terms over the same terms with their positions, normalisation 1, which
+   divides by the log of the length), and ``PostgresStore`` semantic and hybrid with
    ``LocalEmbedder`` when its model is installed.
 2. HNSW against exact search: :data:`VECTORS` synthetic 384-dimensional unit vectors (a
    32-dimensional latent space mapped linearly, plus noise, as in ``../shared`` INFRA §5),
@@ -41,6 +41,7 @@ from corpus import recall_task  # noqa: E402
 from agentrecall import CallableEmbedder, PostgresStore, SQLiteStore  # noqa: E402
 from agentrecall.evaluation import locomo  # noqa: E402
 from agentrecall.retrieval.bm25 import query_terms  # noqa: E402
+from agentrecall.retrieval.keywords import keyword_terms  # noqa: E402
 from agentrecall.stores.postgres.rows import tsquery  # noqa: E402
 from agentrecall.testing.postgres import TemporaryPostgres  # noqa: E402
 from agentrecall.types import MemoryEntry  # noqa: E402
@@ -80,6 +81,18 @@ def _fresh(dsn: str) -> Iterator[str]:
             admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
+def positional(content: str) -> str:
+    """Return the ``tsvector`` of the store's terms of ``content``, with their positions.
+
+    ``ts_rank_cd`` ranks by how near the query's terms stand, which the store's own column
+    (terms without positions) does not say.
+    """
+    spots: dict[str, list[str]] = {}
+    for number, term in enumerate(keyword_terms(content), start=1):
+        spots.setdefault(term, []).append(str(min(number, 16_383)))
+    return " ".join(f"'{term}':{','.join(at[:256])}" for term, at in spots.items())
+
+
 class TsRankStore:
     """A ``PostgresStore`` whose searches rank by ``ts_rank_cd`` instead of BM25."""
 
@@ -89,7 +102,16 @@ class TsRankStore:
         self.writable, self.extraction = True, None
 
     async def add_many(self, items: Sequence[tuple[str, Any]]) -> Any:
-        return await self.store.add_many(items)
+        """Add through the store, then give each memory's terms their positions."""
+        results = await self.store.add_many(items)
+        schema = self.store.schema
+        async with await psycopg.AsyncConnection.connect(self.store_dsn) as connection:
+            async with connection.cursor() as cursor:
+                await cursor.executemany(
+                    f"UPDATE {schema}.memories SET terms = %s::tsvector WHERE id = %s",
+                    [(positional(c), r.id) for (c, _), r in zip(items, results, strict=True)],
+                )
+        return results
 
     async def add(self, content: str, metadata: Any = None) -> Any:
         return await self.store.add(content, metadata)
