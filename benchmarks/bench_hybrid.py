@@ -48,7 +48,7 @@ from typing import Any
 import numpy
 from bench_sqlite import bulk_import, peak_rss_mb
 from corpus import corpus, query_sample
-from timing import ms, percentile, search_in_child
+from timing import ms, percentile, search_in_child, time_searches
 
 from agentrecall import SQLiteStore
 from agentrecall.stores.sqlite.vector_index import PASS_ROWS, quantize
@@ -175,14 +175,7 @@ def search_child(path: str) -> None:
             await store.search(warmup[0], {"mode": "semantic"})
             found["first"] = time.perf_counter() - began
             for name, options in MODES:
-                for question in warmup:
-                    await store.search(question, options)
-                timings = []
-                for question in questions:
-                    began = time.perf_counter()
-                    await store.search(question, options)
-                    timings.append(time.perf_counter() - began)
-                found[name] = timings
+                found[name] = await time_searches(store, questions, warmup, options)
             found["churn"] = await _after_churn(path, store, questions[0])
             return found
         finally:

@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corpus import corpus, query_sample  # noqa: E402
 from postgres_recall import database  # noqa: E402
-from timing import ms, percentile, time_adds  # noqa: E402
+from timing import ms, percentile, time_adds, time_searches  # noqa: E402
 
 from agentrecall import PostgresStore, SQLiteStore  # noqa: E402
 from agentrecall.testing import HashEmbedder  # noqa: E402
@@ -62,16 +62,9 @@ async def import_rate(store: Any, items: Sequence[tuple[str, Any]]) -> float:
     return len(items) / (time.perf_counter() - began)
 
 
-async def search_times(store: Any, options: dict[str, Any] | None = None) -> list[float]:
+async def search_times(store: Any) -> list[float]:
     questions, warmup = query_sample(QUERIES, WARMUP)
-    for question in warmup:
-        await store.search(question, options)
-    timings = []
-    for question in questions:
-        began = time.perf_counter()
-        await store.search(question, options)
-        timings.append(time.perf_counter() - began)
-    return timings
+    return await time_searches(store, questions, warmup)
 
 
 async def concurrent_rate(make: Any, clients: int, tag: str) -> float:
