@@ -69,12 +69,13 @@ class TermPlan:
     postings: int | None
 
 
-def plan_terms(df: Mapping[str, int], total: int) -> list[TermPlan]:
+def plan_terms(df: Mapping[str, int], total: int, budget: int | None = None) -> list[TermPlan]:
     """Decide, rarest term first, how many of each term's postings are candidates.
 
-    A term adds all its postings while the running total of postings stays within
-    ``POSTINGS_BUDGET`` (a term under ``PROBE_POSTINGS`` always does); after that, a term held by
-    at most ``COMMON_SHARE`` of the memories adds its ``NEWEST_POSTINGS`` newest, and a more
+    A term adds all its postings while the running total of postings stays within ``budget``
+    (default ``POSTINGS_BUDGET``; a term under ``PROBE_POSTINGS`` always does); after that, a
+    term held by at most ``COMMON_SHARE`` of the memories adds its ``NEWEST_POSTINGS`` newest,
+    and a more
     common term adds none. Rare terms tell memories apart, so they get the budget; if no term
     adds candidates, the rarest adds its newest, so a query of common words still finds some.
     Terms no memory holds are left out, and so are all but the ``MAX_QUERY_TERMS`` rarest
@@ -82,10 +83,11 @@ def plan_terms(df: Mapping[str, int], total: int) -> list[TermPlan]:
     """
     plans: list[TermPlan] = []
     running = 0
+    limit = POSTINGS_BUDGET if budget is None else budget
     held = sorted((count, term) for term, count in df.items() if count > 0)
     for count, term in held[:MAX_QUERY_TERMS]:
         postings: int | None
-        if count < PROBE_POSTINGS or running + count <= POSTINGS_BUDGET:
+        if count < PROBE_POSTINGS or running + count <= limit:
             postings = None
             running += count
         elif count <= COMMON_SHARE * total:

@@ -21,6 +21,11 @@ from agentrecall.retrieval.plan import CANDIDATES, PROBE_POSTINGS, estimate_df, 
 from agentrecall.stores.postgres.rows import tsquery
 from agentrecall.stores.postgres.tables import Connection, Params, Tables
 
+POSTINGS_BUDGET = 2_000
+"""Postings the rare terms of a query may add in all (SQLite's plan allows 20,000): every
+posting's memory is read from the table to check the search's conditions, where FTS5 hands
+over row ids alone."""
+
 Scored = list[tuple[float, Any]]
 """``(BM25 score, (seq, id, content, metadata JSON))``, best first."""
 
@@ -43,7 +48,7 @@ async def keyword(
         return []
     distinct = sorted(set(terms.values()))
     df = await _frequencies(connection, tables, distinct, first, last)
-    plans = plan_terms(df, total)
+    plans = plan_terms(df, total, POSTINGS_BUDGET)
     members: list[str] = []
     values: list[object] = []
     for plan in plans:
