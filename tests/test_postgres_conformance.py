@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -11,26 +12,37 @@ from agentrecall.testing import HashEmbedder
 from agentrecall.testing.conformance import SYNONYMS, StoreContract, StoreFactory
 
 
+async def _factory(dsn: str, **defaults: Any) -> AsyncIterator[StoreFactory]:
+    """Yield a factory of stores on ``dsn``; every store it made is closed afterwards.
+
+    A pool left open when the test's event loop ends would leave its tasks pending.
+    """
+    made: list[PostgresStore] = []
+
+    def make(name: str, **options: Any) -> PostgresStore:
+        store = PostgresStore(dsn, name=name, **defaults, **options)
+        made.append(store)
+        return store
+
+    yield make
+    for store in made:
+        await store.aclose()
+
+
 class TestPostgresStore(StoreContract):
     persistent = True
 
     @pytest.fixture
-    def make_store(self, postgres_dsn: str) -> StoreFactory:
-        def make(name: str, **options: Any) -> PostgresStore:
-            return PostgresStore(postgres_dsn, name=name, **options)
-
-        return make
+    async def make_store(self, postgres_dsn: str) -> AsyncIterator[StoreFactory]:
+        async for factory in _factory(postgres_dsn):
+            yield factory
 
 
 class TestPostgresStoreWithVectors(StoreContract):
     persistent = True
 
     @pytest.fixture
-    def make_store(self, postgres_dsn: str) -> StoreFactory:
-        def make(name: str, **options: Any) -> PostgresStore:
-            embedder = HashEmbedder(1024, synonyms=SYNONYMS)
-            return PostgresStore(
-                postgres_dsn, name=name, embedder=embedder, search_mode="keyword", **options
-            )
-
-        return make
+    async def make_store(self, postgres_dsn: str) -> AsyncIterator[StoreFactory]:
+        embedder = HashEmbedder(1024, synonyms=SYNONYMS)
+        async for factory in _factory(postgres_dsn, embedder=embedder, search_mode="keyword"):
+            yield factory
