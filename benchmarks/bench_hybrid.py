@@ -50,7 +50,7 @@ from typing import Any
 import numpy
 from bench_sqlite import bulk_import, peak_rss_mb
 from corpus import corpus, query_sample
-from timing import ms, percentile, search_in_child
+from timing import ms, percentile, search_in_child, time_searches
 from vector_cache import CorpusEmbedder, corpus_vectors
 
 from agentrecall import LocalEmbedder, SQLiteStore
@@ -198,14 +198,7 @@ def search_child(path: str) -> None:
             await store.search(warmup[0], {"mode": "semantic"})
             found["first"] = time.perf_counter() - began
             for name, options in MODES:
-                for question in warmup:
-                    await store.search(question, options)
-                timings = []
-                for question in questions:
-                    began = time.perf_counter()
-                    await store.search(question, options)
-                    timings.append(time.perf_counter() - began)
-                found[name] = timings
+                found[name] = await time_searches(store, questions, warmup, options)
             found["churn"] = await _after_churn(path, store, model, questions[0])
             return found
         finally:

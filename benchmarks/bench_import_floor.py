@@ -51,7 +51,7 @@ from corpus import corpus
 
 from agentrecall._internal.ids import new_time_ordered_ids
 from agentrecall._internal.sqlite import CACHE_KIB
-from agentrecall.stores.sqlite.query import content_key
+from agentrecall.stores.contentkeys import content_key
 
 RESULTS = Path(__file__).resolve().parent / "results" / "import-floor.md"
 BATCH = 50_000

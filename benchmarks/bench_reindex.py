@@ -34,7 +34,7 @@ from agentrecall import SQLiteStore
 from agentrecall._internal.ids import new_time_ordered_ids
 from agentrecall._internal.jsonencode import compact_encoder
 from agentrecall._internal.sqlite import Database
-from agentrecall.stores.sqlite.query import content_hash, content_key
+from agentrecall.stores.contentkeys import content_hash, content_key
 from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
 
 RESULTS = Path(__file__).resolve().parent / "results" / "sqlite-reindex.md"

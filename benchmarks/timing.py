@@ -34,6 +34,20 @@ async def time_adds(
     return timings[warmup:]
 
 
+async def time_searches(
+    store: Any, questions: Sequence[str], warmup: Sequence[str], options: Any = None
+) -> list[float]:
+    """Search each warm-up question, then time each question alone; return the timings (s)."""
+    for question in warmup:
+        await store.search(question, options)
+    timings = []
+    for question in questions:
+        began = time.perf_counter()
+        await store.search(question, options)
+        timings.append(time.perf_counter() - began)
+    return timings
+
+
 def peak_rss_mb() -> float:
     """Return this process's own peak resident set size in MB (``VmHWM``).
 

@@ -3,9 +3,9 @@
 Only the dev file (``data/locomo/locomo-dev.json``, 3 conversations) is ever read. Each
 conversation is loaded into a fresh ``SQLiteStore`` as ``agentrecall eval locomo`` does, and
 each question's candidates are taken from the store itself (a search for
-:data:`~agentrecall.stores.sqlite.query.CANDIDATES` hits returns all of them: which memories are
+:data:`~agentrecall.retrieval.plan.CANDIDATES` hits returns all of them: which memories are
 candidates does not depend on k1 and b). Those candidates are then ranked with the store's own
-:func:`~agentrecall.stores.sqlite.query.bm25_of_counts` and term weights at every point of the
+:func:`~agentrecall.retrieval.bm25.bm25_of_counts` and term weights at every point of the
 grid, and recall@10 of each ranking is scored with :func:`agentrecall.evaluation.locomo.score`.
 Before anything is reported, the ranking at the store's current k1 and b is checked to be
 exactly the store's own top 10 for every question.
@@ -41,6 +41,7 @@ from typing import Any, TypeVar
 
 from agentrecall import SQLiteStore
 from agentrecall.evaluation.locomo import Conversation, load, score
+from agentrecall.retrieval import bm25, plan
 from agentrecall.retrieval.keywords import keyword_terms
 from agentrecall.stores.sqlite import query
 
@@ -85,11 +86,11 @@ async def _questions(conversation: Conversation) -> list[Question]:
             await store.add_many([(turn.content(), turn.metadata()) for turn in conversation.turns])
             average = _average_length(path)
             for item in conversation.questions:
-                words = query.query_terms(item.text)
+                words = bm25.query_terms(item.text)
                 df = {word: sum(term in each for each in held) for word, term in words.items()}
-                plans = query.plan_terms(df, len(turns))
+                plans = plan.plan_terms(df, len(turns))
                 weights = {words[plan.term]: plan.weight for plan in plans}
-                hits = await store.search(item.text, {"max_search_results": query.CANDIDATES})
+                hits = await store.search(item.text, {"max_search_results": plan.CANDIDATES})
                 ids = [str((hit.metadata or {})["dia_id"]) for hit in hits]
                 candidates = [
                     _candidate(position[dia_id], dia_id, terms, weights) for dia_id in ids
@@ -127,7 +128,7 @@ def _ranked(question: Question, k1: float, b: float) -> list[tuple[float, str]]:
     """Return the top (score, dia_id) of ``question``'s candidates, as the store ranks them."""
     average = question.average_length
     scored = [
-        (query.bm25_of_counts(question.weights, counts, length, average, k1=k1, b=b), i, dia_id)
+        (bm25.bm25_of_counts(question.weights, counts, length, average, k1=k1, b=b), i, dia_id)
         for i, dia_id, counts, length in question.candidates
     ]
     scored.sort(key=lambda item: (-item[0], -item[1]))
@@ -136,7 +137,7 @@ def _ranked(question: Question, k1: float, b: float) -> list[tuple[float, str]]:
 
 def _check(question: Question, ids: list[str], hits: Sequence[object]) -> None:
     """Fail unless ranking at the store's k1 and b gives the store's own top 10."""
-    ranked = _ranked(question, query.K1, query.B)
+    ranked = _ranked(question, bm25.K1, bm25.B)
     scores = [getattr(hit, "metadata", {})["_relevanceScore"] for hit in hits]
     same = [dia_id for _, dia_id in ranked] == ids and all(
         math.isclose(mine, theirs, rel_tol=1e-9)
@@ -217,7 +218,7 @@ def _report(
     questions: int,
     started: float,
 ) -> str:
-    current = (query.K1, query.B)
+    current = (bm25.K1, bm25.B)
     best = max(everything, key=lambda p: (everything[p], -abs(p[0] - USUAL[0]), -p[1]))
     lines = [
         "# BM25 parameters of SQLiteStore, chosen on the LoCoMo dev file",

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agentrecall._internal.sqlite import Database
-from agentrecall.stores.sqlite.query import averages, content_hash, content_key
+from agentrecall.stores.contentkeys import content_hash, content_key
+from agentrecall.stores.sqlite.query import averages
 from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
 from agentrecall.stores.sqlite.tables import index_unindexed
 

@@ -23,7 +23,8 @@ from sqlite_checks import check_full_text_index, old_database
 
 from agentrecall import InvalidArgumentError
 from agentrecall._internal.sqlite import Database
-from agentrecall.stores.sqlite import SQLiteStore, query
+from agentrecall.stores.contentkeys import content_hash, content_key
+from agentrecall.stores.sqlite import SQLiteStore
 from agentrecall.stores.sqlite import imports as imports_module
 from agentrecall.stores.sqlite import store as store_module
 from agentrecall.stores.sqlite import writes as writes_module
@@ -72,7 +73,7 @@ async def test_colliding_contents_are_all_kept_and_each_still_dedups(
     assert [r.content for r in await store.list()] == texts
     keys = [key for _, _, key in stored(tmp_path / "m.db")]
     # The first holder of each integer keeps it; later colliding texts keep their digests.
-    assert keys == [0, query.content_hash("def"), query.content_hash("ghi"), 1, 2]
+    assert keys == [0, content_hash("def"), content_hash("ghi"), 1, 2]
     assert [h.id for h in await store.search("def")] == [ids[1]]
     await store.aclose()
     check_file(tmp_path / "m.db")
@@ -226,7 +227,7 @@ async def test_upgrade_gives_integer_keys_and_digests_to_colliding_memories(
             db.execute(
                 "INSERT INTO memories (seq, id, scope, content, content_hash, created_at) "
                 "VALUES (?, ?, ?, ?, ?, '2025-01-01T00:00:00.000Z')",
-                (seq, f"m{seq}", 1 if seq == 4 else 0, text, query.content_hash(text)),
+                (seq, f"m{seq}", 1 if seq == 4 else 0, text, content_hash(text)),
             )
         db.execute(
             "INSERT INTO memories_fts (rowid, content, scope) SELECT seq, content, scope "
@@ -239,7 +240,7 @@ async def test_upgrade_gives_integer_keys_and_digests_to_colliding_memories(
     assert (await store.add("xyz")).id == "m2"
     assert (await store.add("hello ")).id == "m3"
     assert (await store.scope(user_id="ana").add("abc")).id == "m4"
-    assert [key for _, _, key in stored(path)] == [0, query.content_hash("xyz"), 2, 0]
+    assert [key for _, _, key in stored(path)] == [0, content_hash("xyz"), 2, 0]
     await store.aclose()
     check_file(path)
 
@@ -274,4 +275,4 @@ async def test_a_batch_retried_after_a_busy_database_returns_one_result_per_item
 def test_the_integer_key_is_the_signed_64_bit_blake2b_of_the_stripped_text(text: str) -> None:
     # Keys are stored in files: any other function would make old files' keys wrong.
     digest = hashlib.blake2b(text.strip().encode("utf-8"), digest_size=8).digest()
-    assert query.content_key(text) == int.from_bytes(digest, "big", signed=True)
+    assert content_key(text) == int.from_bytes(digest, "big", signed=True)

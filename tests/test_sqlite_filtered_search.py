@@ -21,6 +21,7 @@ from sqlite_checks import check_full_text_index, old_database
 
 from agentrecall import SQLiteStore
 from agentrecall.retrieval.filters import matcher
+from agentrecall.retrieval.plan import CANDIDATES
 from agentrecall.stores.sqlite.narrowing import (
     TAGGED_TEXT,
     TAGGED_VALUES,
@@ -29,7 +30,7 @@ from agentrecall.stores.sqlite.narrowing import (
     narrowings,
     posting_test,
 )
-from agentrecall.stores.sqlite.query import CANDIDATES, timestamp
+from agentrecall.stores.times import timestamp
 from agentrecall.types import MemoryRecord
 
 START = datetime(2025, 3, 1, tzinfo=timezone.utc)

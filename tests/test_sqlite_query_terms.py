@@ -30,8 +30,9 @@ from conftest import LOCOMO_DEV
 
 from agentrecall import JsonFileStore, SQLiteStore
 from agentrecall.evaluation.locomo import load
+from agentrecall.retrieval.bm25 import query_terms
+from agentrecall.retrieval.plan import MAX_QUERY_TERMS, plan_terms
 from agentrecall.retrieval.tokenize import STOP_WORDS
-from agentrecall.stores.sqlite.query import MAX_QUERY_TERMS, plan_terms, query_terms
 from agentrecall.types import MemoryRecord
 
 PINNED = Path(__file__).resolve().parent / "fixtures" / "sqlite" / "search-rankings.json"

@@ -22,18 +22,12 @@ from sqlite_checks import check_full_text_index, old_database
 
 from agentrecall import InvalidArgumentError, MemoryManager, StorageError
 from agentrecall._internal.sqlite import Database
+from agentrecall.retrieval import plan
+from agentrecall.retrieval.bm25 import bm25, idf, query_terms
+from agentrecall.retrieval.plan import NEWEST_POSTINGS, estimate_df, plan_terms
+from agentrecall.stores.contentkeys import content_hash
 from agentrecall.stores.sqlite import SQLiteStore, query
-from agentrecall.stores.sqlite.query import (
-    NEWEST_POSTINGS,
-    averages,
-    bm25,
-    candidate_query,
-    estimate_df,
-    idf,
-    match_expression,
-    plan_terms,
-    query_terms,
-)
+from agentrecall.stores.sqlite.query import averages, candidate_query, match_expression
 from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
 from agentrecall.stores.sqlite.tables import CHUNK, FIRST_CHUNK, chunk_bounds, insert_statement
 from agentrecall.types import MemoryRecord
@@ -149,7 +143,7 @@ async def test_a_small_scope_in_a_larger_store_finds_its_memories(
 ) -> None:
     # With no budget, the common words "trip" and "lake" add only their newest postings:
     # those must be the scope's own, not the newest of the whole store.
-    monkeypatch.setattr(query, "POSTINGS_BUDGET", 0)
+    monkeypatch.setattr(plan, "POSTINGS_BUDGET", 0)
     others = store.scope(user_id="others")
     await others.add_many([(f"the trip to the lake number {i}", None) for i in range(1_500)])
     ana = store.scope(user_id="ana")
@@ -507,7 +501,7 @@ async def test_scoped_memories_and_history_survive_the_move_to_scope_numbers(
                     agent,
                     session,
                     content,
-                    query.content_hash(content),
+                    content_hash(content),
                     f"2025-01-0{seq}T00:00:00.000Z",
                 ),
             )

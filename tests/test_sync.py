@@ -26,11 +26,15 @@ FAR = "2999-01-01T00:00:00.000Z"
 
 
 def _public_methods(cls: type) -> dict[str, Any]:
-    return {
-        name: member
-        for name, member in vars(cls).items()
-        if not name.startswith("_") and inspect.isfunction(member)
-    }
+    """Return the public methods of ``cls``, inherited ones too (the nearest definition)."""
+    found: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__[:-1]):
+        found.update(
+            (name, member)
+            for name, member in vars(klass).items()
+            if not name.startswith("_") and inspect.isfunction(member)
+        )
+    return found
 
 
 def _twin_name(name: str) -> str:

@@ -46,7 +46,13 @@ if TYPE_CHECKING:
     from agentrecall.memory.tools import AddToolConfig, MemoryTool, ToolConfig
     from agentrecall.models import ChatModel, OpenAICompatibleModel
     from agentrecall.storage import InMemoryStorage, LocalFileStorage, Storage
-    from agentrecall.stores import Capability, JsonFileStore, MemoryStore, SQLiteStore
+    from agentrecall.stores import (
+        Capability,
+        JsonFileStore,
+        MemoryStore,
+        PostgresStore,
+        SQLiteStore,
+    )
     from agentrecall.sync import SyncStore
     from agentrecall.types import AddResult, MemoryEntry, MemoryRecord, MemoryVersion, SearchOptions
 
@@ -88,6 +94,7 @@ __all__ = [
     "ModelExtractor",
     "OpenAICompatibleEmbedder",
     "OpenAICompatibleModel",
+    "PostgresStore",
     "SQLiteStore",
     "SearchOptions",
     "Storage",
@@ -133,6 +140,7 @@ _HOMES = {
     "ModelExtractor": "agentrecall.extraction",
     "OpenAICompatibleEmbedder": "agentrecall.embeddings",
     "OpenAICompatibleModel": "agentrecall.models",
+    "PostgresStore": "agentrecall.stores",
     "SQLiteStore": "agentrecall.stores",
     "SearchOptions": "agentrecall.types",
     "Storage": "agentrecall.storage",

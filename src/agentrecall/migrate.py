@@ -5,7 +5,8 @@ the destination's ``import_records``; where both stores keep history, it then pa
 the source's replaced versions (:meth:`SQLiteStore.versions`) into the destination's
 ``import_versions``. :func:`migrate_files` does the same between two files, choosing the
 store by the file's extension (``.json`` for :class:`JsonFileStore`; ``.db``, ``.sqlite`` or
-``.sqlite3`` for :class:`SQLiteStore`).
+``.sqlite3`` for :class:`SQLiteStore`), or a ``postgresql://`` URL for the ``PostgresStore``
+named ``memory`` in that database.
 """
 
 from __future__ import annotations
@@ -47,6 +48,15 @@ DEFAULT_BATCH = 10_000
 
 STORE_SUFFIXES = {".json": "json", ".db": "sqlite", ".sqlite": "sqlite", ".sqlite3": "sqlite"}
 """The file extensions :func:`open_store` knows, and the kind of store each one opens."""
+
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+"""How a PostgreSQL URL starts; :func:`open_store` opens the ``PostgresStore`` it names."""
+
+
+def is_postgres_url(text: str | os.PathLike[str]) -> bool:
+    """Return whether ``text`` is a PostgreSQL URL rather than a file."""
+    return isinstance(text, str) and text.lower().startswith(POSTGRES_SCHEMES)
+
 
 Progress = Callable[[int, int], None]
 
@@ -249,30 +259,41 @@ def _unscoped(items: Sequence[Any]) -> list[Any]:
 
 
 def store_kind(path: str | os.PathLike[str]) -> str:
-    """Return ``"json"`` or ``"sqlite"`` for a store file, by its extension.
+    """Return the kind of store ``path`` names: ``"json"``, ``"sqlite"`` or ``"postgres"``.
+
+    A file's kind is its extension's; a PostgreSQL URL's is ``"postgres"``.
 
     Raises:
         InvalidArgumentError: the extension is none of :data:`STORE_SUFFIXES`.
     """
+    if is_postgres_url(path):
+        return "postgres"
     suffix = os.path.splitext(os.fspath(path))[1].lower()
     kind = STORE_SUFFIXES.get(suffix)
     if kind is None:
         known = ", ".join(STORE_SUFFIXES)
         raise InvalidArgumentError(
-            f"cannot tell the kind of store of {os.fspath(path)!r}: use a file ending in {known}"
+            f"cannot tell the kind of store of {os.fspath(path)!r}: use a file ending in {known}, "
+            "or a postgresql:// URL"
         )
     return kind
 
 
-def open_store(
-    path: str | os.PathLike[str], *, must_exist: bool = False
-) -> JsonFileStore | SQLiteStore:
+def open_store(path: str | os.PathLike[str], *, must_exist: bool = False) -> Any:
     """Return the store kept in ``path``, chosen by :func:`store_kind`; no I/O beyond a check.
+
+    A PostgreSQL URL opens its database's ``PostgresStore`` named ``memory`` (schema
+    ``agentrecall``); ``must_exist`` does not apply to it.
 
     Raises:
         InvalidArgumentError: an unknown extension, or ``must_exist`` and no such file.
+        ImportError: a PostgreSQL URL without the ``postgres`` extra.
     """
     kind = store_kind(path)
+    if kind == "postgres":
+        from agentrecall.stores.postgres import PostgresStore
+
+        return PostgresStore(os.fspath(path))
     if must_exist and not os.path.isfile(path):
         raise InvalidArgumentError(f"no store file at '{os.fspath(path)}'")
     if kind == "json":
@@ -306,17 +327,30 @@ async def migrate_files(
       again copies the rest. (It is not replaced by a copy, which would lose what other
       processes write to it meanwhile.)
     """
-    if os.path.realpath(source) == os.path.realpath(destination):
-        raise InvalidArgumentError(f"source and destination are the same file: '{source}'")
+    if os.fspath(source) == os.fspath(destination) or (
+        not is_postgres_url(source)
+        and not is_postgres_url(destination)
+        and os.path.realpath(source) == os.path.realpath(destination)
+    ):
+        raise InvalidArgumentError(f"source and destination are the same store: '{source}'")
     options: dict[str, Any] = {"batch": batch, "progress": progress}
     options.update(flatten=flatten, drop_history=drop_history)
     reader = open_store(source, must_exist=True)
     try:
-        if store_kind(destination) == "json":
+        kind = store_kind(destination)
+        if kind == "json":
             return await _into_json(reader, JsonFileStore(name="memory", path=destination), options)
+        if kind == "postgres":
+            # A server's store is merged into a batch per transaction, as an existing SQLite
+            # file is: what was copied stays, and running the migration again copies the rest.
+            writer = open_store(destination)
+            try:
+                return await migrate(reader, writer, **options)
+            finally:
+                await writer.aclose()
         return await _into_sqlite(reader, os.fspath(destination), options)
     finally:
-        if isinstance(reader, SQLiteStore):
+        if not isinstance(reader, JsonFileStore):
             await reader.aclose()
 
 

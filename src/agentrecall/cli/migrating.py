@@ -13,7 +13,7 @@ import asyncio
 
 from agentrecall.cli import opening
 from agentrecall.cli.progress import terminal_bar
-from agentrecall.migrate import MigrationResult, migrate_files, store_kind
+from agentrecall.migrate import MigrationResult, is_postgres_url, migrate_files, store_kind
 
 
 def migrate_to(
@@ -26,8 +26,9 @@ def migrate_to(
         AgentRecallError: as :func:`agentrecall.migrate.migrate_files`, or the destination's
             directory does not exist.
     """
-    opening.size_of(source)  # a source that cannot be looked at is not "missing"
-    size = opening.creatable(destination)
+    if not is_postgres_url(source):
+        opening.size_of(source)  # a source that cannot be looked at is not "missing"
+    size = 1 if is_postgres_url(destination) else opening.creatable(destination)
     if store_kind(destination) == "sqlite":
         opening.note_if_empty(destination, size)
     options = {"flatten": flatten, "drop_history": drop_history}

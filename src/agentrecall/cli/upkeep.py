@@ -46,7 +46,9 @@ def register_file_commands(commands: Any, parents: Parents) -> None:
         help="copy every memory of one store file into another, keeping ids",
         example="agentrecall migrate memory.json memory.db",
     )
-    migrate.add_argument("source", type=_store_file, help="a .json, .db or .sqlite file")
+    migrate.add_argument(
+        "source", type=_store_file, help="a .json, .db or .sqlite file, or a postgresql:// URL"
+    )
     migrate.add_argument(
         "destination", type=_store_file, help="created when missing (its directory is not)"
     )
@@ -158,13 +160,25 @@ def _migrate(args: argparse.Namespace) -> int:
     result = migrate_to(
         args.source, args.destination, flatten=args.flatten, drop_history=args.drop_history
     )
-    data = {"source": args.source, "destination": args.destination}
+    source, destination = _shown_store(args.source), _shown_store(args.destination)
+    data: dict[str, object] = {"source": source, "destination": destination}
     data.update(copied=result.copied, skipped=result.skipped, versions=result.versions)
     history = f" and {result.versions} versions of history" if result.versions else ""
-    text = f"copied {plural(result.copied, 'memory', 'memories')}{history} to {args.destination}"
+    text = f"copied {plural(result.copied, 'memory', 'memories')}{history} to {destination}"
     text += f" ({result.skipped} skipped)"
     emit(args, data, text)
     return report.OK
+
+
+def _shown_store(text: str) -> str:
+    """Return a store argument as output shows it: a URL as its server, never its password."""
+    from agentrecall.migrate import is_postgres_url
+
+    if not is_postgres_url(text):
+        return text
+    from agentrecall._internal.postgres import parse_dsn
+
+    return str(parse_dsn(text))
 
 
 def _store_file(text: str) -> str:

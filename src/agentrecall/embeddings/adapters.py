@@ -165,3 +165,28 @@ def _has(value: object, name: str) -> bool:
     except AttributeError:
         return False
     return True
+
+
+def store_embedder(value: object, user: str) -> Embedder:
+    """Return ``value`` as a store's embedder, refusing what cannot be one.
+
+    ``user`` names the store in the message when ``numpy`` is missing
+    (``"an SQLiteStore with an embedder"``).
+
+    Raises:
+        ImportError: ``numpy`` is not installed.
+        InvalidArgumentError: ``value`` lacks ``model_id``, ``dimension`` or ``embed``, or they
+            are unusable.
+    """
+    import_numpy(user)
+    value = embedder_from(value)
+    model_id, dimension = value.model_id, value.dimension
+    if not isinstance(model_id, str) or not model_id.strip():
+        raise InvalidArgumentError(
+            f"embedder.model_id must be a non-blank string, got {model_id!r}"
+        )
+    if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
+        raise InvalidArgumentError(
+            f"embedder.dimension must be an integer of at least 1, got {dimension!r}"
+        )
+    return value

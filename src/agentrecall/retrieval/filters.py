@@ -54,10 +54,13 @@ from agentrecall.errors import InvalidArgumentError
 
 __all__ = [
     "OPERATORS",
+    "Field",
     "MetadataFilter",
+    "Test",
     "check_filter",
     "matcher",
     "matches",
+    "parse",
     "to_sql",
     "value_sets",
 ]
@@ -82,15 +85,19 @@ _ROW = "ar_member"  # alias of json_each in the SQL; unlikely to shadow a caller
 
 
 @dataclass(frozen=True, slots=True)
-class _Test:
+class Test:
+    """One checked condition on a field: an operator and its operand."""
+
     operator: str
     operand: Any  # a scalar, a tuple of scalars ($in, $nin) or a bool ($exists)
 
 
 @dataclass(frozen=True, slots=True)
-class _Field:
+class Field:
+    """A field of a checked filter: the metadata key and every test it must pass."""
+
     name: str
-    tests: tuple[_Test, ...]
+    tests: tuple[Test, ...]
 
 
 def check_filter(filter: MetadataFilter | None) -> None:
@@ -100,7 +107,7 @@ def check_filter(filter: MetadataFilter | None) -> None:
         InvalidArgumentError: the filter is malformed; the message names the field and the
             operator at fault and says what was expected (also a ``ValueError``).
     """
-    _parse(filter)
+    parse(filter)
 
 
 def matcher(filter: MetadataFilter | None) -> Callable[[Mapping[str, Any] | None], bool]:
@@ -112,7 +119,7 @@ def matcher(filter: MetadataFilter | None) -> Callable[[Mapping[str, Any] | None
     Raises:
         InvalidArgumentError: as :func:`check_filter`.
     """
-    fields = _parse(filter)
+    fields = parse(filter)
 
     def test(metadata: Mapping[str, Any] | None) -> bool:
         return all(_field_matches(field, metadata) for field in fields)
@@ -149,7 +156,7 @@ def to_sql(filter: MetadataFilter | None, column: str) -> tuple[str, list[object
         InvalidArgumentError: the filter is malformed (as :func:`check_filter`) or ``column``
             is not a plain or qualified identifier.
     """
-    fields = _parse(filter)
+    fields = parse(filter)
     if not isinstance(column, str) or not _COLUMN.match(column):
         raise InvalidArgumentError(
             f"column must be an SQL identifier such as 'metadata' or 'm.metadata', got {column!r}"
@@ -176,7 +183,7 @@ def value_sets(filter: MetadataFilter | None) -> list[tuple[str, tuple[object, .
         InvalidArgumentError: as :func:`check_filter`.
     """
     sets = []
-    for field in _parse(filter):
+    for field in parse(filter):
         for test in field.tests:
             if test.operator in ("$eq", "$in"):
                 values = (test.operand,) if test.operator == "$eq" else tuple(test.operand)
@@ -188,7 +195,12 @@ def value_sets(filter: MetadataFilter | None) -> list[tuple[str, tuple[object, .
 # ---------------------------------------------------------------------------------- checking
 
 
-def _parse(filter: object) -> tuple[_Field, ...]:
+def parse(filter: object) -> tuple[Field, ...]:
+    """Check ``filter`` and return its fields, for a backend that renders filters its own way.
+
+    Raises:
+        InvalidArgumentError: as :func:`check_filter`.
+    """
     if filter is None:
         return ()
     if not isinstance(filter, Mapping):
@@ -197,7 +209,7 @@ def _parse(filter: object) -> tuple[_Field, ...]:
             f"got {type(filter).__name__}"
         )
     return tuple(
-        _Field(_field_name(name), _parse_condition(name, condition))
+        Field(_field_name(name), _parse_condition(name, condition))
         for name, condition in filter.items()
     )
 
@@ -220,7 +232,7 @@ def _field_name(name: object) -> str:
     return name
 
 
-def _parse_condition(field: str, condition: object) -> tuple[_Test, ...]:
+def _parse_condition(field: str, condition: object) -> tuple[Test, ...]:
     if isinstance(condition, Mapping):
         if not condition:
             raise InvalidArgumentError(
@@ -233,10 +245,10 @@ def _parse_condition(field: str, condition: object) -> tuple[_Test, ...]:
             f"condition for field {field!r} is a list; equality takes one value ({_SCALARS}); "
             "to match any of several values use {'$in': [...]}"
         )
-    return (_Test("$eq", _scalar(condition, f"the value for field {field!r}")),)
+    return (Test("$eq", _scalar(condition, f"the value for field {field!r}")),)
 
 
-def _parse_operator(field: str, op: object, operand: object) -> _Test:
+def _parse_operator(field: str, op: object, operand: object) -> Test:
     if not isinstance(op, str) or not op.startswith("$"):
         raise InvalidArgumentError(
             f"condition for field {field!r} has the key {op!r}, which is not an operator: a "
@@ -245,23 +257,23 @@ def _parse_operator(field: str, op: object, operand: object) -> _Test:
         )
     where = f"operator {op} for field {field!r}"
     if op in ("$eq", "$ne"):
-        return _Test(op, _scalar(operand, where))
+        return Test(op, _scalar(operand, where))
     if op in ("$in", "$nin"):
         if not isinstance(operand, (list, tuple)):
             raise InvalidArgumentError(
                 f"{where} takes a list of values, got {type(operand).__name__}"
             )
-        return _Test(op, tuple(_scalar(v, f"{where}, item {i}") for i, v in enumerate(operand)))
+        return Test(op, tuple(_scalar(v, f"{where}, item {i}") for i, v in enumerate(operand)))
     if op in _COMPARISONS:
         if isinstance(operand, bool) or not isinstance(operand, (int, float, str)):
             raise InvalidArgumentError(
                 f"{where} takes a number or a string (booleans are not numbers), got {operand!r}"
             )
-        return _Test(op, _scalar(operand, where))
+        return Test(op, _scalar(operand, where))
     if op == "$exists":
         if not isinstance(operand, bool):
             raise InvalidArgumentError(f"{where} takes True or False, got {operand!r}")
-        return _Test(op, operand)
+        return Test(op, operand)
     raise InvalidArgumentError(
         f"unknown operator {op!r} for field {field!r}; expected one of {', '.join(OPERATORS)}"
     )
@@ -296,13 +308,13 @@ def _check_text(text: str, where: str) -> None:
 # -------------------------------------------------------------------------------- in Python
 
 
-def _field_matches(field: _Field, metadata: Mapping[str, Any] | None) -> bool:
+def _field_matches(field: Field, metadata: Mapping[str, Any] | None) -> bool:
     present = metadata is not None and field.name in metadata
     value = metadata[field.name] if present and metadata is not None else None
     return all(_passes(test, present, value) for test in field.tests)
 
 
-def _passes(test: _Test, present: bool, value: Any) -> bool:
+def _passes(test: Test, present: bool, value: Any) -> bool:
     op, operand = test.operator, test.operand
     if op == "$exists":
         return bool(present == operand)
@@ -353,7 +365,7 @@ def _stored(value: Any) -> Any:
 # ----------------------------------------------------------------------------------- in SQL
 
 
-def _field_sql(field: _Field, column: str, params: list[object]) -> str:
+def _field_sql(field: Field, column: str, params: list[object]) -> str:
     """Return the SQL for one field, appending its parameters to ``params`` in order."""
     # ``json_each`` yields at most one member per key (Python never writes duplicate keys), so
     # "the key is present and its value passes every positive test" is one EXISTS, and the

@@ -13,11 +13,17 @@ from agentrecall.stores.base import Capability, MemoryStore
 
 if TYPE_CHECKING:
     from agentrecall.stores.jsonfile import JsonFileStore
+    from agentrecall.stores.postgres import PostgresStore
     from agentrecall.stores.sqlite import SQLiteStore
 
-__all__ = ["Capability", "JsonFileStore", "MemoryStore", "SQLiteStore"]
+__all__ = ["Capability", "JsonFileStore", "MemoryStore", "PostgresStore", "SQLiteStore"]
 
-_LAZY = {"JsonFileStore": "agentrecall.stores.jsonfile", "SQLiteStore": "agentrecall.stores.sqlite"}
+# PostgresStore needs psycopg, an extra: like the others, it is imported on first use.
+_LAZY = {
+    "JsonFileStore": "agentrecall.stores.jsonfile",
+    "PostgresStore": "agentrecall.stores.postgres",
+    "SQLiteStore": "agentrecall.stores.sqlite",
+}
 
 
 def __getattr__(name: str) -> Any:

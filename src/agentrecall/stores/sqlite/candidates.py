@@ -25,6 +25,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from agentrecall.retrieval.plan import TermPlan
+from agentrecall.stores.scopes import Scope
 from agentrecall.stores.sqlite.narrowing import (
     NARROWED,
     Count,
@@ -35,10 +37,9 @@ from agentrecall.stores.sqlite.narrowing import (
 )
 from agentrecall.stores.sqlite.query import (
     SCOPE_TERMS,
-    Scope,
-    TermPlan,
     candidate_query,
     match_expression,
+    scope_numbers,
 )
 
 Row = Any
@@ -97,7 +98,7 @@ def candidates(
     ``floors`` are the terms' lowest row ids among their newest ``PROBE_POSTINGS``; ``total``
     is how many memories the store holds.
     """
-    numbers = scope.numbers()
+    numbers = scope_numbers(scope)
     scopes: list[int] | None = None
     inside = checks.filtered
     if numbers is not None:

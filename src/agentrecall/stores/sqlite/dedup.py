@@ -3,10 +3,10 @@
 Two memories of one scope are duplicates when their stripped contents are equal. The unique
 index ``memories_dedup (scope, content_hash)`` enforces it through a key per memory:
 
-* normally the content's :func:`~agentrecall.stores.sqlite.query.content_key`, a 64-bit
+* normally the content's :func:`~agentrecall.stores.contentkeys.content_key`, a 64-bit
   integer, which keeps the index small and bulk inserts fast;
 * when a different content of the scope already holds that integer (a collision, about one
-  pair in 2**64), the content's 128-bit :func:`~agentrecall.stores.sqlite.query.content_hash`
+  pair in 2**64), the content's 128-bit :func:`~agentrecall.stores.contentkeys.content_hash`
   instead, a blob.
 
 So a content is kept under one of its two keys, and a lookup checks both and compares the
@@ -23,7 +23,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agentrecall.stores.sqlite.query import content_hash
+from agentrecall.stores.contentkeys import content_hash
 from agentrecall.stores.sqlite.tables import (
     Times,
     chunk_bounds,

@@ -1,7 +1,7 @@
 """How ``SQLiteStore`` calls its embedder: checked, in batches, failures named; ``numpy`` lazily.
 
-Importing this module needs the standard library only; :func:`require_numpy` is the one place
-that says what to install when ``numpy`` is missing.
+Importing this module needs the standard library only; the embedder is checked, and a missing
+``numpy`` named, by :func:`agentrecall.embeddings.adapters.store_embedder`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from agentrecall.embeddings.adapters import embedder_from
 from agentrecall.embeddings.base import Embedder
 from agentrecall.errors import AgentRecallError, InvalidArgumentError, ModelError
 from agentrecall.stores.sqlite.vector_sql import PreparedVectors, VectorModel
@@ -19,38 +18,6 @@ if TYPE_CHECKING:
 
 EMBED_BATCH = 1_024
 """Texts per ``embed`` call: the float32 vectors of a batch are quantized before the next."""
-
-INSTALL = "pip install 'agentrecall[embeddings]'"
-
-
-def require_numpy(what: str) -> None:
-    """Import ``numpy``, or raise an ``ImportError`` saying ``what`` needs it and how to get it."""
-    try:
-        import numpy  # noqa: F401
-    except ImportError as error:
-        raise ImportError(f"{what} needs numpy: {INSTALL}") from error
-
-
-def check_embedder(value: object) -> Embedder:
-    """Return ``value`` as the store's embedder, refusing what cannot be one.
-
-    Raises:
-        ImportError: ``numpy`` is not installed.
-        InvalidArgumentError: ``value`` lacks ``model_id``, ``dimension`` or ``embed``, or they
-            are unusable.
-    """
-    require_numpy("an SQLiteStore with an embedder")
-    value = embedder_from(value)
-    model_id, dimension = value.model_id, value.dimension
-    if not isinstance(model_id, str) or not model_id.strip():
-        raise InvalidArgumentError(
-            f"embedder.model_id must be a non-blank string, got {model_id!r}"
-        )
-    if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
-        raise InvalidArgumentError(
-            f"embedder.dimension must be an integer of at least 1, got {dimension!r}"
-        )
-    return value
 
 
 class Embedding:

@@ -12,12 +12,14 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from agentrecall._internal.clock import utc_timestamp
+from agentrecall.stores.front import Conditions
+from agentrecall.stores.records import record as to_record
+from agentrecall.stores.records import version as to_version
+from agentrecall.stores.scopes import Scope
 from agentrecall.stores.sqlite import reads
 from agentrecall.stores.sqlite.dedup import KEY_CHUNK
-from agentrecall.stores.sqlite.query import Scope
+from agentrecall.stores.sqlite.query import scope_where
 from agentrecall.stores.sqlite.rows import RECORD_COLUMNS, RECORDS, VERSION_COLUMNS, VERSIONS
-from agentrecall.stores.sqlite.rows import record as to_record
-from agentrecall.stores.sqlite.rows import version as to_version
 from agentrecall.types import MemoryRecord, MemoryVersion
 
 
@@ -49,8 +51,8 @@ def snapshot(connection: sqlite3.Connection, scope: Scope, batch: int, sink: Sna
     has begun never finds the database busy, so the transaction is never retried once the
     sink has been called.
     """
-    where, params = reads.conditions(scope, None, None, None)
-    history, history_params = scope.where("h")
+    where, params = reads.conditions(Conditions(scope))
+    history, history_params = scope_where(scope, "h")
     memories = reads.count(connection, where, params)
     versions = connection.execute(
         f"SELECT count(*) FROM memory_history AS h WHERE {history}", history_params

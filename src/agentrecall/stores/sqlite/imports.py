@@ -2,27 +2,32 @@
 
 Each function runs on the store's worker thread and is one transaction of
 :meth:`Database.run`. Every item carries its own scope (``user_id``, ``agent_id``,
-``session_id``), which :func:`scope_runs` resolves against the store view's.
+``session_id``), which :func:`~agentrecall.stores.imports.scope_runs` resolves against the
+store view's; the checks of records and versions are shared with the other backends there.
 """
 
 from __future__ import annotations
 
 import functools
 import sqlite3
-from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from agentrecall._internal.checks import check_content, check_record
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall._internal.jsonencode import compact_encoder
-from agentrecall._internal.jsonvalue import check_json_object
 from agentrecall._internal.sqlite import Database
-from agentrecall.errors import InvalidArgumentError
 from agentrecall.retrieval.keywords import index_text
+from agentrecall.stores.contentkeys import content_key
+from agentrecall.stores.imports import (
+    VersionRow,
+    beyond_held,
+    check_import_record,
+    scope_runs,
+    version_row,
+)
+from agentrecall.stores.scopes import Scope
 from agentrecall.stores.sqlite import vector_sql
 from agentrecall.stores.sqlite.dedup import insert_new
-from agentrecall.stores.sqlite.query import STORED_TIME, Scope, content_key
 from agentrecall.stores.sqlite.tables import (
     Row,
     index_unindexed,
@@ -36,10 +41,6 @@ from agentrecall.types import MemoryRecord, MemoryVersion
 T = TypeVar("T")
 
 ImportRow = tuple[str | int | None, ...]
-VersionRow = tuple[str | int | None, ...]
-ScopeIds = tuple[str | None, str | None, str | None]
-CHANGES = ("update", "delete", "expire")
-"""The kinds of change that replace a version (``MemoryVersion.change``)."""
 # Metadata was checked to be a finite, acyclic JSON object (see compact_encoder).
 _encode = compact_encoder()
 
@@ -92,11 +93,7 @@ def import_row(index: int, record: MemoryRecord) -> ImportRow:
 
     The record's type and scope were checked by :func:`scope_runs`.
     """
-    where = check_record(index, record)
-    for field in ("created_at", "updated_at", "expires_at"):
-        value = getattr(record, field)
-        if value is not None or field == "created_at":
-            _check_time(where, field, value)
+    check_import_record(index, record)
     metadata = record.metadata
     return (
         record.id,
@@ -141,84 +138,6 @@ def import_versions(
     return db.run(write, write=True, durable=durable)
 
 
-def version_row(index: int, version: MemoryVersion) -> VersionRow:
-    """Check one version of an import and return its history row, without the scope.
-
-    The row is ``(id, content, metadata, changed_at, change, reason)``; messages give the
-    version's index.
-    """
-    where = f"version {index}"
-    if not isinstance(version.memory_id, str) or not version.memory_id.strip():
-        raise InvalidArgumentError(f"{where}: memory_id must be a non-blank string")
-    where = f"{where} (of {version.memory_id})"
-    _check_content(where, version.content, version.metadata)
-    _check_time(where, "changed_at", version.changed_at)
-    if version.change not in CHANGES:
-        raise InvalidArgumentError(
-            f"{where}: change must be one of {', '.join(CHANGES)}, got {version.change!r}"
-        )
-    if version.reason is not None and not isinstance(version.reason, str):
-        raise InvalidArgumentError(f"{where}: reason must be a string or None")
-    metadata = version.metadata
-    return (
-        version.memory_id,
-        version.content,
-        None if metadata is None else _encode(metadata),
-        version.changed_at,
-        version.change,
-        version.reason,
-    )
-
-
-def scope_runs(
-    view: Scope,
-    items: Sequence[MemoryRecord | MemoryVersion],
-    kind: type[MemoryRecord | MemoryVersion],
-    label: str,
-) -> list[tuple[Scope, int, int]]:
-    """Return the scope each of an import's items goes to, as runs ``(scope, start, stop)``.
-
-    An item goes to the view's scope narrowed by the item's own ids: into its own scope from
-    the root store, into the view's scope when it has none, and into the view's part of the
-    item's scope otherwise.
-
-    Raises:
-        InvalidArgumentError: an item is not a ``kind``, has an id that is neither ``None``
-            nor a non-empty string, or has an id that contradicts the view's (the message
-            gives its index).
-    """
-    runs: list[tuple[Scope, int, int]] = []
-    known: dict[ScopeIds, Scope] = {}
-    for index, item in enumerate(items):
-        if not isinstance(item, kind):
-            raise InvalidArgumentError(f"{label} {index} must be a {kind.__name__}, got {item!r}")
-        ids = (item.user_id, item.agent_id, item.session_id)
-        target = known.get(ids)
-        if target is None:
-            target = known[ids] = _holding(view, f"{label} {index}", ids)
-        if runs and runs[-1][0] is target:
-            runs[-1] = (target, runs[-1][1], index + 1)
-        else:
-            runs.append((target, index, index + 1))
-    return runs
-
-
-def _holding(view: Scope, where: str, ids: ScopeIds) -> Scope:
-    """Return ``view`` narrowed by an item's ``(user_id, agent_id, session_id)``."""
-    columns = dict(zip(view.columns(), ids, strict=True))
-    for column, value in columns.items():
-        held = getattr(view, column)
-        if value is not None and held is not None and value != held:
-            raise InvalidArgumentError(
-                f"{where} belongs to {column}={value!r}, outside this view ({view.label()}); "
-                "import it through the root store, or clear its ids to import it into this view"
-            )
-    try:
-        return view.narrowed(**columns)
-    except InvalidArgumentError as error:
-        raise InvalidArgumentError(f"{where}: {error}") from error
-
-
 def _number(connection: sqlite3.Connection, numbers: dict[Scope, int], scope: Scope) -> int:
     """Return ``scope``'s number, looked up (or added) once per transaction."""
     if scope not in numbers:
@@ -240,23 +159,4 @@ def _not_held(connection: sqlite3.Connection, rows: Sequence[VersionRow]) -> lis
             "AND metadata IS ? AND changed_at = ? AND change = ? AND reason IS ?",
             row,
         ).fetchone()[0]
-    seen: Counter[VersionRow] = Counter()
-    fresh = []
-    for row in rows:
-        seen[row] += 1
-        if seen[row] > held[row]:
-            fresh.append(row)
-    return fresh
-
-
-def _check_content(where: str, content: object, metadata: object) -> None:
-    check_content(content, f"{where}: content")
-    if metadata is not None:
-        check_json_object(metadata, f"{where}: metadata")
-
-
-def _check_time(where: str, field: str, value: object) -> None:
-    if not (isinstance(value, str) and STORED_TIME.fullmatch(value)):
-        raise InvalidArgumentError(
-            f"{where}: {field} must look like 2025-01-31T09:30:00.000Z, got {value!r}"
-        )
+    return beyond_held(rows, held)

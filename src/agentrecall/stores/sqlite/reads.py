@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from agentrecall._internal.clock import utc_timestamp
-from agentrecall.retrieval.filters import check_filter, to_sql
-from agentrecall.stores.sqlite.query import Scope, timestamp
+from agentrecall.retrieval.filters import to_sql
+from agentrecall.stores.front import Conditions
+from agentrecall.stores.records import record as to_record
+from agentrecall.stores.records import version as to_version
+from agentrecall.stores.scopes import Scope
+from agentrecall.stores.sqlite.query import scope_where
 from agentrecall.stores.sqlite.rows import RECORD_COLUMNS, RECORDS, VERSION_COLUMNS, VERSIONS
-from agentrecall.stores.sqlite.rows import record as to_record
-from agentrecall.stores.sqlite.rows import version as to_version
 from agentrecall.types import MemoryRecord, MemoryVersion
 
 Params = list[object]
@@ -25,34 +26,16 @@ Cursor = tuple[str, int]
 """Where a page of versions ended: the last version's memory id and row number."""
 
 
-def conditions(
-    scope: Scope,
-    filter: Mapping[str, Any] | None,
-    created_after: datetime | str | None,
-    created_before: datetime | str | None,
-) -> tuple[str, Params]:
-    """Return the WHERE conditions every read applies: scope, expiry, filter, time bounds.
+def conditions(found: Conditions) -> tuple[str, Params]:
+    """Return the WHERE conditions every read applies: scope, expiry, filter, time bounds."""
+    where, params = scope_where(found.scope, "m")
+    more, values = found.filter_and_bounds(_metadata_filter, "?")
+    parts = [where, "(m.expires_at IS NULL OR m.expires_at > ?)", *more]
+    return " AND ".join(parts), [*params, utc_timestamp(), *values]
 
-    Raises:
-        InvalidArgumentError: the filter or a time bound is unusable.
-    """
-    where, params = scope.where("m")
-    parts = [where, "(m.expires_at IS NULL OR m.expires_at > ?)"]
-    values: Params = [*params, utc_timestamp()]
-    if filter is not None:
-        check_filter(filter)
-        sql, filter_params = to_sql(filter, "m.metadata")
-        parts.append(f"({sql})")
-        values.extend(filter_params)
-    after = timestamp(created_after, "created_after")
-    if after is not None:
-        parts.append("m.created_at >= ?")
-        values.append(after)
-    before = timestamp(created_before, "created_before")
-    if before is not None:
-        parts.append("m.created_at < ?")
-        values.append(before)
-    return " AND ".join(parts), values
+
+def _metadata_filter(filter: Mapping[str, Any]) -> tuple[str, Params]:
+    return to_sql(filter, "m.metadata")
 
 
 def get(
@@ -88,7 +71,7 @@ def count(connection: sqlite3.Connection, where: str, params: Params) -> int:
 
 def history(connection: sqlite3.Connection, scope: Scope, memory_id: str) -> list[MemoryVersion]:
     """Return the replaced versions of a memory of ``scope``, oldest first."""
-    where, params = scope.where("h")
+    where, params = scope_where(scope, "h")
     rows = connection.execute(
         f"SELECT {VERSION_COLUMNS} FROM {VERSIONS} WHERE h.id = ? AND {where} ORDER BY h.seq",
         [memory_id, *params],
@@ -106,7 +89,7 @@ def versions(
     millisecond, which the page then holds too. So a page never splits versions that could
     be identical, which lets an import tell a version sent again from a new one.
     """
-    where, params = scope.where("h")
+    where, params = scope_where(scope, "h")
     select = f"SELECT h.seq, {VERSION_COLUMNS} FROM {VERSIONS} WHERE {where}"
     if after is None:
         rows = connection.execute(f"{select} ORDER BY h.id, h.seq LIMIT ?", [*params, limit])

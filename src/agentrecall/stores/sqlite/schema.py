@@ -3,7 +3,7 @@
 Migration N brings the store's tables from version N to N + 1; a released migration is never
 edited. Migrations may call ``agentrecall_content_hash(text)`` and
 ``agentrecall_content_key(text)``, which the store registers on its connection
-(:func:`~agentrecall.stores.sqlite.query.content_hash` and ``content_key``). ``memories.seq`` is
+(:func:`~agentrecall.stores.contentkeys.content_hash` and ``content_key``). ``memories.seq`` is
 the row id the full-text index points at; ``id`` is the public id. From migration 2 on, the
 store itself inserts the index rows. From migration 5 on, a memory's ``scope`` is the number of
 its row in ``memory_scopes`` (0 for memories written outside any scope). From migration 6 on,

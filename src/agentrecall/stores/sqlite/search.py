@@ -18,20 +18,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentrecall._internal.sqlite import Database
+from agentrecall.retrieval.bm25 import rerank
 from agentrecall.retrieval.keywords import keyword_terms
+from agentrecall.retrieval.plan import CANDIDATES, PROBE_POSTINGS, estimate_df, plan_terms
+from agentrecall.stores.records import hits
+from agentrecall.stores.scopes import Scope
 from agentrecall.stores.sqlite.candidates import Checks, candidates
 from agentrecall.stores.sqlite.narrowing import Narrowing
-from agentrecall.stores.sqlite.query import (
-    CANDIDATES,
-    PROBE_POSTINGS,
-    Scope,
-    averages,
-    bm25,
-    estimate_df,
-    match_expression,
-    plan_terms,
-)
-from agentrecall.stores.sqlite.rows import metadata as decode_metadata
+from agentrecall.stores.sqlite.query import averages, match_expression
 from agentrecall.types import MemoryEntry
 
 # Counting the newest postings of a term, up to a bound, costs little whatever its frequency.
@@ -63,7 +57,7 @@ def ranked_search(
 ) -> list[MemoryEntry]:
     """Pick candidates with the bounded plan of ``plan_terms``, then rank them by BM25.
 
-    ``terms`` are the query's, as :func:`~agentrecall.stores.sqlite.query.query_terms` gives
+    ``terms`` are the query's, as :func:`~agentrecall.retrieval.bm25.query_terms` gives
     them: the full-text index is asked for each word, the rerank scores its term.
     ``where`` (over alias ``m``, with ``params``) selects the memories the search may return.
     A small scope still finds its own memories among many others: the scope narrows each
@@ -95,16 +89,15 @@ def ranked_search(
     rows, weights, average_length, waiting = database.run(read)
     if waiting and tidy:
         database.tidy_soon()
-    scored = [(bm25(weights, row[2], average_length), row) for row in rows]
-    scored = sorted((item for item in scored if item[0] > 0), key=lambda i: (-i[0], -i[1][0]))
-    return [
-        MemoryEntry(
-            content=content,
-            metadata={**(decode_metadata(metadata) or {}), "_relevanceScore": score},
-            id=memory_id,
-        )
-        for score, (_, memory_id, content, metadata) in scored[:limit]
-    ]
+    return hits(rerank(weights, rows, _text, _seq, average_length, limit))
+
+
+def _text(row: Any) -> str:
+    return str(row[2])
+
+
+def _seq(row: Any) -> int:
+    return int(row[0])
 
 
 def _unindexed(

@@ -19,21 +19,27 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentrecall._internal.sqlite import Database
-from agentrecall.retrieval.fusion import fuse, min_max
 from agentrecall.retrieval.neighbours import REACH, WINDOW, adjacent, expand, smooth
+from agentrecall.stores.hybrid import (
+    Hit,
+    entries,
+    keyword_hit,
+    merged,
+    pool_size,
+    rank,
+    semantic_hit,
+)
+from agentrecall.stores.records import metadata as decode_metadata
+from agentrecall.stores.scopes import Scope
 from agentrecall.stores.sqlite import vector_sql
 from agentrecall.stores.sqlite.embedding import Embedding
 from agentrecall.stores.sqlite.narrowing import Narrowing
-from agentrecall.stores.sqlite.query import Scope
-from agentrecall.stores.sqlite.rows import metadata as decode_metadata
+from agentrecall.stores.sqlite.query import scope_numbers
 from agentrecall.stores.sqlite.search import ranked_search
-from agentrecall.types import JsonObject, MemoryEntry
+from agentrecall.types import MemoryEntry
 
 if TYPE_CHECKING:
     from agentrecall.stores.sqlite.vector_index import Matrix, VectorIndex
-
-POOL = 100
-"""Each ranking fused (or smoothed) contributes its best ``max(POOL, 4 * limit)`` memories."""
 
 SCAN_AFTER = 16_384
 """A semantic search whose conditions let too few of this many best vectors through reads the
@@ -56,17 +62,6 @@ class Request:
     mode: str
     neighbours: bool
     session_key: str
-
-
-@dataclass(slots=True)
-class Hit:
-    """A memory found, with its stored metadata and its scores so far."""
-
-    id: str
-    content: str
-    metadata: JsonObject | None
-    keyword: float | None = None
-    semantic: float | None = None
 
 
 class Vectors:
@@ -93,39 +88,18 @@ def search(database: Database, vectors: Vectors | None, request: Request) -> lis
     ``_semanticScore`` (cosine), ``None`` for a part that did not find the memory. In
     conversation mode ``_relevanceScore`` is the score after neighbours helped.
     """
-    widened = request.mode == "hybrid" or request.neighbours
-    pool = max(POOL, 4 * request.limit) if widened else request.limit
+    pool = pool_size(request.mode, request.neighbours, request.limit)
     keyword: list[Hit] = []
     if request.mode != "semantic" and request.terms:
-        keyword = [_keyword_hit(entry) for entry in _keyword(database, request, pool)]
+        keyword = [keyword_hit(entry) for entry in _keyword(database, request, pool)]
     semantic: list[Hit] = []
     if request.mode != "keyword" and vectors is not None and request.vector is not None:
         semantic = semantic_hits(database, vectors, request, pool)
-    ranked = _ranked(request, keyword, semantic)
-    hits = {hit.id: hit for hit in semantic}
-    for hit in keyword:
-        hits.setdefault(hit.id, hit).keyword = hit.keyword
+    ranked = rank(request.mode, request.neighbours, keyword, semantic)
+    hits = merged(keyword, semantic)
     if request.neighbours:
         ranked = database.run(lambda db: _with_neighbours(db, request, ranked, hits))
-    return [_entry(hits[key], score, request.mode) for key, score in ranked[: request.limit]]
-
-
-def _ranked(request: Request, keyword: list[Hit], semantic: list[Hit]) -> list[tuple[str, float]]:
-    """Return ``(id, score)`` best first: fused in hybrid mode, else the one ranking's scores.
-
-    For neighbours to help, a single ranking's scores are min-max normalised first.
-    """
-    if request.mode == "hybrid":
-        fused = fuse(
-            [(hit.id, hit.keyword or 0.0) for hit in keyword],
-            [(hit.id, hit.semantic or 0.0) for hit in semantic],
-        )
-        return [(item.key, item.score) for item in fused]
-    scores = [(hit.id, _score(hit)) for hit in keyword or semantic]
-    if not request.neighbours:
-        return scores
-    normalised = min_max(scores)
-    return [(key, normalised[key]) for key, _ in scores]
+    return entries(hits, ranked[: request.limit], request.mode)
 
 
 def semantic_hits(database: Database, vectors: Vectors, request: Request, wanted: int) -> list[Hit]:
@@ -140,7 +114,7 @@ def semantic_hits(database: Database, vectors: Vectors, request: Request, wanted
         index = vectors.index()
         index.refresh(db)
         scopes: list[int] | None = None
-        numbers = request.scope.numbers()
+        numbers = scope_numbers(request.scope)
         if numbers is not None:
             scopes = [row[0] for row in db.execute(*numbers)]
             if not scopes:
@@ -167,7 +141,7 @@ def _best_meeting(
         order = _top(similarity, seqs, min(taken, count))
         rows = _rows(db, [int(seqs[i]) for i in order], request)
         hits = [
-            _semantic_hit(rows[int(seqs[i])], float(similarity[i]))
+            semantic_hit(rows[int(seqs[i])], float(similarity[i]))
             for i in order
             if rows[int(seqs[i])] is not None
         ]
@@ -226,29 +200,6 @@ def _keyword(database: Database, request: Request, limit: int) -> list[MemoryEnt
         request.narrowed,
         request.tidy,
     )
-
-
-def _keyword_hit(entry: MemoryEntry) -> Hit:
-    metadata = dict(entry.metadata or {})
-    score = metadata.pop("_relevanceScore")
-    return Hit(str(entry.id), entry.content, metadata, keyword=float(score))
-
-
-def _semantic_hit(row: Any, similarity: float) -> Hit:
-    memory_id, content, metadata = row
-    return Hit(memory_id, content, decode_metadata(metadata), semantic=similarity)
-
-
-def _score(hit: Hit) -> float:
-    return hit.keyword if hit.keyword is not None else hit.semantic or 0.0
-
-
-def _entry(hit: Hit, score: float, mode: str) -> MemoryEntry:
-    metadata: JsonObject = {**(hit.metadata or {}), "_relevanceScore": score}
-    if mode == "hybrid":
-        metadata["_keywordScore"] = hit.keyword
-        metadata["_semanticScore"] = hit.semantic
-    return MemoryEntry(content=hit.content, metadata=metadata, id=hit.id)
 
 
 # A memory's session value as text, its JSON type first (so 1, "1" and true differ); NULL when

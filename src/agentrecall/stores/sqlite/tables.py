@@ -7,8 +7,9 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from agentrecall.stores.sqlite.query import STORED_TIME, Scope
+from agentrecall.stores.scopes import Scope
 from agentrecall.stores.sqlite.tags import tag
+from agentrecall.stores.times import STORED_TIME
 
 ROOT_SCOPE = 0
 """The scope number of memories written outside any scope (created by migration 5)."""

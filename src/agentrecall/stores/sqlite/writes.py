@@ -19,11 +19,13 @@ from agentrecall._internal.jsonencode import compact_encoder
 from agentrecall._internal.sqlite import Database
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.retrieval.keywords import index_text
+from agentrecall.stores.contentkeys import content_key
+from agentrecall.stores.records import record as to_record
+from agentrecall.stores.scopes import Scope
 from agentrecall.stores.sqlite import vector_sql
 from agentrecall.stores.sqlite.dedup import KEY_CHUNK, find_equal, free_key, insert_new
-from agentrecall.stores.sqlite.query import Scope, content_key
+from agentrecall.stores.sqlite.query import scope_where
 from agentrecall.stores.sqlite.rows import RECORD_COLUMNS, RECORDS
-from agentrecall.stores.sqlite.rows import record as to_record
 from agentrecall.stores.sqlite.tables import (
     DEFERRED_ROWS,
     Row,
@@ -113,7 +115,7 @@ def update(
     new content) it gets its new one in the same transaction.
     """
     now = utc_timestamp()
-    where, params = scope.where("m")
+    where, params = scope_where(scope, "m")
 
     def write(connection: sqlite3.Connection) -> MemoryRecord | None:
         purge_expired(connection, now)
@@ -164,7 +166,7 @@ def remove(
     Each deleted memory's last version goes to its history.
     """
     now = utc_timestamp()
-    where, params = scope.where("m")
+    where, params = scope_where(scope, "m")
 
     def write(connection: sqlite3.Connection) -> int:
         purge_expired(connection, now)

@@ -1,47 +1,57 @@
-"""How ``SQLiteStore`` searches: its embedder, default mode and conversation-mode settings."""
+"""How a store searches: its default mode, conversation-mode settings, and whether it has vectors.
+
+Shared by the backends; each hands in its own vectors object (``None`` without an embedder).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from agentrecall._internal.text import check_text
+from agentrecall.embeddings.vectors import import_numpy
 from agentrecall.errors import InvalidArgumentError
-from agentrecall.stores.sqlite.embedding import Embedding, check_embedder, require_numpy
-from agentrecall.stores.sqlite.semantic import Vectors
+
+V = TypeVar("V")
 
 MODES = ("keyword", "semantic", "hybrid")
 """The search modes; ``keyword`` is BM25 alone."""
 
 
-@dataclass(frozen=True, slots=True)
-class SearchSettings:
-    """A store's search defaults, and its vectors when it has an embedder (shared by views)."""
+@dataclass(frozen=True)
+class SearchSettings(Generic[V]):
+    """A store's search defaults, and its vectors when it has an embedder (shared by views).
 
-    vectors: Vectors | None
+    Attributes:
+        vectors: the backend's vectors object, ``None`` for a store without an embedder.
+        mode: the mode of a search whose options name none.
+        neighbours: whether searches are in conversation mode by default.
+        session_key: the metadata key naming a memory's session in conversation mode.
+        store_type: the store's class name, for messages (``SQLiteStore``).
+    """
+
+    vectors: V | None
     mode: str
     neighbours: bool
     session_key: str
+    store_type: str
 
     @classmethod
     def configure(
         cls,
-        embedder: object,
+        vectors: V | None,
         search_mode: object,
         neighbours: object,
         session_key: object,
-        path: str,
-    ) -> SearchSettings:
+        store_type: str,
+    ) -> SearchSettings[V]:
         """Check a store's search arguments and return its settings.
 
         Raises:
             ImportError: an embedder, or a mode that needs one, without ``numpy``.
             InvalidArgumentError: an argument is unusable, or the mode needs an embedder.
         """
-        vectors = None
-        if embedder is not None:
-            vectors = Vectors(Embedding(check_embedder(embedder), path))
         mode = check_mode(
             search_mode or ("keyword" if vectors is None else "hybrid"), "search_mode"
         )
@@ -50,12 +60,13 @@ class SearchSettings:
                 f"session_key must be a non-empty string, got {session_key!r}"
             )
         check_text(session_key, "session_key")
-        settings = cls(vectors, mode, check_flag(neighbours, "neighbours"), session_key)
+        flag = check_flag(neighbours, "neighbours")
+        settings = cls(vectors, mode, flag, session_key, store_type)
         if mode != "keyword":
             settings.require_vectors(f"search_mode={mode!r}", "this store")
         return settings
 
-    def require_vectors(self, what: str, store: str) -> Vectors:
+    def require_vectors(self, what: str, store: str) -> V:
         """Return the vectors, or say that ``what`` needs an embedder (or ``numpy``).
 
         Raises:
@@ -63,10 +74,10 @@ class SearchSettings:
             InvalidArgumentError: the store has no embedder.
         """
         if self.vectors is None:
-            require_numpy(what)
+            import_numpy(what)
             raise InvalidArgumentError(
                 f"{what} needs an embedder, and {store} has none; create it with "
-                "SQLiteStore(..., embedder=...)"
+                f"{self.store_type}(..., embedder=...)"
             )
         return self.vectors
 

@@ -1,0 +1,543 @@
+"""The public face of an SQL store: argument checks, scope views, expiry, paging; storage below.
+
+:class:`StoreFront` holds everything of ``SQLiteStore`` and ``PostgresStore`` that is not
+storage: the checks of every argument (with the messages that name it), scope views, the
+lifetime of new memories, search options and their defaults, paging through versions. A
+backend subclasses it and implements the ``_``-prefixed hooks, each one transaction, and so
+both backends refuse the same calls in the same words and apply the same rules.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+from agentrecall._internal.checks import (
+    check_content,
+    check_id,
+    check_ids,
+    check_items,
+    check_limit,
+    check_offset,
+    check_optional_text,
+    check_pairs,
+    seconds,
+)
+from agentrecall._internal.jsonvalue import check_json_object
+from agentrecall.errors import InvalidArgumentError
+from agentrecall.retrieval.filters import check_filter
+from agentrecall.stores.base import DEFAULT_PAGE, Capability
+from agentrecall.stores.modes import SearchSettings
+from agentrecall.stores.scopes import Scope
+from agentrecall.stores.times import expiry_after, timestamp
+from agentrecall.types import AddResult, JsonObject, MemoryEntry, MemoryRecord, MemoryVersion
+
+F = TypeVar("F", bound="StoreFront")
+
+DEFAULT_MAX_SEARCH_RESULTS = 10
+
+# Aliases for annotations inside the stores, whose own ``list`` method hides the builtin there.
+RecordList = list[MemoryRecord]
+AddResults = list[AddResult]
+Entries = list[MemoryEntry]
+Versions = list[MemoryVersion]
+Items = list[tuple[str, JsonObject | None]]
+Ids = list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Conditions:
+    """What a read may return: a scope, and the checked filter and time bounds of the call.
+
+    Attributes:
+        scope: the view's scope.
+        filter: the metadata filter (checked), or ``None``.
+        created_after: the inclusive lower bound in the stored shape, or ``None``.
+        created_before: the exclusive upper bound in the stored shape, or ``None``.
+    """
+
+    scope: Scope
+    filter: Mapping[str, Any] | None = None
+    created_after: str | None = None
+    created_before: str | None = None
+
+    @classmethod
+    def of(
+        cls,
+        scope: Scope,
+        filter: Mapping[str, Any] | None,
+        created_after: datetime | str | None,
+        created_before: datetime | str | None,
+    ) -> Conditions:
+        """Check a call's filter and bounds and return its conditions.
+
+        Raises:
+            InvalidArgumentError: the filter or a bound is unusable.
+        """
+        check_filter(filter)
+        after = timestamp(created_after, "created_after")
+        return cls(scope, filter, after, timestamp(created_before, "created_before"))
+
+    def filter_and_bounds(
+        self, render: Callable[[Mapping[str, Any]], tuple[str, list[object]]], mark: str
+    ) -> tuple[list[str], list[object]]:
+        """Return the SQL conditions of the filter and the time bounds over alias ``m``.
+
+        ``render`` turns the filter into the backend's SQL; ``mark`` is its placeholder.
+        """
+        parts: list[str] = []
+        params: list[object] = []
+        if self.filter is not None:
+            sql, filter_params = render(self.filter)
+            parts.append(f"({sql})")
+            params += filter_params
+        for bound, operator in ((self.created_after, ">="), (self.created_before, "<")):
+            if bound is not None:
+                parts.append(f"m.created_at {operator} {mark}")
+                params.append(bound)
+        return parts, params
+
+    @property
+    def filtered(self) -> bool:
+        """Whether there is a metadata filter or a time bound beyond the scope."""
+        return (
+            self.filter is not None
+            or self.created_after is not None
+            or self.created_before is not None
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A checked update: the new content and metadata (``None``: kept), and why."""
+
+    content: str | None
+    metadata: JsonObject | None
+    reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchCall:
+    """One checked search: the query, how many hits, the mode and the conditions."""
+
+    query: str
+    limit: int
+    mode: str
+    neighbours: bool
+    conditions: Conditions
+
+
+class StoreFront:
+    """The checked public methods of a store whose backend implements the hooks below.
+
+    Subclasses set up ``_search_settings`` in their constructor after calling
+    :meth:`_configure`, and implement ``setup``, ``aclose`` and each ``_`` hook.
+    """
+
+    capabilities: frozenset[Capability] = frozenset(Capability) - {Capability.SEMANTIC}
+    _search_settings: SearchSettings[Any]
+
+    def _configure(
+        self,
+        name: str,
+        description: str | None,
+        max_search_results: int | None,
+        writable: bool,
+        extraction: Any,
+        ttl: float | timedelta | None,
+    ) -> None:
+        """Check and keep the settings every store has.
+
+        Raises:
+            InvalidArgumentError: an argument has an unusable value.
+        """
+        if not isinstance(name, str) or not name.strip():
+            raise InvalidArgumentError(f"name must be a non-blank string, got {name!r}")
+        check_limit(max_search_results, "max_search_results")
+        if not isinstance(writable, bool):
+            raise InvalidArgumentError(f"writable must be True or False, got {writable!r}")
+        self.name = name
+        self._root_name = name
+        self.description = description
+        self.max_search_results = max_search_results
+        self.writable = writable
+        self.extraction = extraction
+        self._ttl = seconds(ttl, "ttl")
+        self._scope = Scope()
+
+    def scope(
+        self: F,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        name: str | None = None,
+    ) -> F:
+        """Return a view that reads and writes only the memories of one user, agent or session.
+
+        The view is a full store sharing this one's database and connections. It sees the
+        memories written with all of its ids (a user's view sees that user's memories of
+        every session; a view of one user's session sees only that session's), and stamps its
+        ids on what it writes. Dedup is per exact scope. Its ``name`` defaults to
+        ``"<name>[user=...]"``.
+        """
+        view = copy.copy(self)
+        view._scope = self._scope.narrowed(
+            user_id=user_id, agent_id=agent_id, session_id=session_id
+        )
+        view.name = name or f"{self._root_name}[{view._scope.label()}]"
+        return view
+
+    async def setup(self) -> None:
+        """Create or migrate the store's tables (idempotent)."""
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        """Close the store's connections (reopened on next use)."""
+        raise NotImplementedError
+
+    async def initialize(self) -> None:
+        """Same as :meth:`setup`; the hook a memory manager calls before first use."""
+        await self.setup()
+
+    async def __aenter__(self: F) -> F:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def add(
+        self,
+        content: str,
+        metadata: JsonObject | None = None,
+        *,
+        ttl: float | timedelta | None = None,
+        expires_at: datetime | str | None = None,
+    ) -> AddResult:
+        """Keep ``content``; identical content in this scope returns the existing id.
+
+        Args:
+            content: the memory, stored verbatim.
+            metadata: a JSON object, or ``None``.
+            ttl: lifetime of this memory, overriding the store's default; one that would end
+                past the year 9999 is refused.
+            expires_at: when this memory expires: an aware datetime, an ISO 8601 date
+                (midnight UTC) or an ISO 8601 time with an offset; naive times are refused.
+        """
+        expiry = self._expiry(ttl, expires_at)
+        self._check_writable()
+        return (await self._add(check_items([(content, metadata)]), expiry, True))[0]
+
+    async def add_many(
+        self,
+        items: Iterable[tuple[str, JsonObject | None]],
+        *,
+        ttl: float | timedelta | None = None,
+    ) -> AddResults:
+        """Add a batch in one transaction; results follow the input order.
+
+        A bad item (its index is in the message) stores nothing of the batch; duplicates within
+        the batch and against the store dedup like separate adds. Large batches are the fast
+        way to load many memories.
+        """
+        self._check_writable()
+        expiry = self._expiry(ttl, None)
+        batch = check_pairs(items)
+        if not batch:
+            return []
+        return await self._add_many(batch, expiry)
+
+    async def import_records(self, records: Iterable[MemoryRecord]) -> int:
+        """Store copies of memories with their ids, timestamps and scopes; return how many are new.
+
+        One transaction: every record is checked first, so a bad record stores nothing.
+        Memories keep the order of ``records``. Each record goes into its own scope (its
+        ``user_id``, ``agent_id`` and ``session_id``), which is created when new, so memories
+        read from one store's ``list`` go back into the scopes they came from. In a scope view,
+        the view's ids fill the ones a record leaves ``None`` (a record with none joins the
+        view's scope), and a record whose id contradicts the view's is refused: a view never
+        writes outside itself. A record is skipped, and not counted, when its id is already
+        in the store (in any scope), when its stripped content equals a memory of its
+        scope or an earlier record of the batch for that scope, or when it has already
+        expired. ``updated_at`` and ``expires_at`` are kept when present.
+
+        Raises:
+            InvalidArgumentError: the store is not writable; or a record has blank content, a
+                blank id, metadata that is not a JSON object, a scope id that is not ``None``
+                or a non-empty string, or one outside this view, or a timestamp not in the
+                stored shape ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (the message gives the record's
+                index).
+        """
+        self._check_writable()
+        batch = list(records)
+        return await self._import_records(batch) if batch else 0
+
+    async def import_versions(self, versions: Iterable[MemoryVersion]) -> int:
+        """Add copies of replaced versions to the history, as they are; return how many were new.
+
+        The counterpart of :meth:`versions`, for copying a store's history: each version keeps
+        its memory id, content, metadata, ``changed_at``, change and reason, and goes into its
+        scope as a record does in :meth:`import_records`. The memory need not exist (the
+        history of a deleted memory is kept too). One transaction; every version is checked
+        first. A version identical in all of that to one already kept is that one: of ``n``
+        identical versions in a call only as many as the history lacks are added, so
+        importing the same pages of :meth:`versions` again adds nothing. Versions are appended,
+        after any the store already keeps of the same memory.
+
+        Raises:
+            InvalidArgumentError: the store is not writable; or a version has no
+                ``memory_id``, blank content, metadata that is not a JSON object, a
+                ``changed_at`` not in the stored shape, a change other than ``"update"``,
+                ``"delete"`` or ``"expire"``, a reason that is not a string, or a scope id as
+                :meth:`import_records` refuses (the message gives the version's index).
+        """
+        self._check_writable()
+        batch = list(versions)
+        return await self._import_versions(batch) if batch else 0
+
+    async def search(
+        self,
+        query: str,
+        options: Mapping[str, Any] | None = None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        created_after: datetime | str | None = None,
+        created_before: datetime | str | None = None,
+    ) -> Entries:
+        """Return the memories that best match ``query``, best first.
+
+        Args:
+            query: any text. In keyword mode one without searchable words finds nothing; a
+                blank one finds nothing in any mode.
+            options: ``{"max_search_results": n}`` caps the hits for this call;
+                ``{"mode": "keyword" | "semantic" | "hybrid"}`` and ``{"neighbours": bool}``
+                override the store's defaults (``None`` keeps them).
+            filter: metadata conditions (see :mod:`agentrecall.retrieval.filters`).
+            created_after: only memories created at or after this time: an aware datetime,
+                an ISO 8601 date (``2025-01-31``, midnight UTC) or an ISO 8601 time with an
+                offset (``2025-01-31T09:30:00Z``); naive times are refused.
+            created_before: only memories created before this time, in the same forms.
+
+        Scope, expiry, filter and time bounds apply in every mode. ``_relevanceScore`` is the
+        BM25 score (keyword), the cosine similarity (semantic), or the fused score from 0 to
+        1 (hybrid: each ranking's best ``max(100, 4 * n)`` min-max normalised and weighted
+        0.5 / 0.5, see :mod:`agentrecall.retrieval.fusion`), whose parts are in
+        ``_keywordScore`` (BM25) and ``_semanticScore`` (cosine), ``None`` where a ranking
+        did not find the memory. With neighbours, ``_relevanceScore`` is the score after
+        neighbours helped (see :mod:`agentrecall.retrieval.neighbours`).
+
+        Raises:
+            InvalidArgumentError: an option, the filter or a bound is unusable, or a mode
+                needs an embedder this store lacks.
+            ImportError: a mode other than keyword without ``numpy``.
+        """
+        requested = None if options is None else options.get("max_search_results")
+        check_limit(requested, "max_search_results")
+        if not isinstance(query, str):
+            raise InvalidArgumentError(f"query must be a string, got {type(query).__name__}")
+        mode, neighbours = self._search_settings.for_call(options, f"store '{self.name}'")
+        limit = requested or self.max_search_results or DEFAULT_MAX_SEARCH_RESULTS
+        conditions = Conditions.of(self._scope, filter, created_after, created_before)
+        return await self._search(SearchCall(query, limit, mode, neighbours, conditions))
+
+    async def get(self, memory_id: str) -> MemoryRecord | None:
+        """Return the memory with ``memory_id`` in this scope, or ``None``.
+
+        Raises:
+            InvalidArgumentError: ``memory_id`` is not a string.
+        """
+        check_id(memory_id)
+        return await self._get(memory_id, Conditions(self._scope))
+
+    async def update(
+        self,
+        memory_id: str,
+        *,
+        content: str | None = None,
+        metadata: JsonObject | None = None,
+        reason: str | None = None,
+    ) -> MemoryRecord | None:
+        """Change a memory's content and/or metadata, keeping the old version in its history.
+
+        Returns the updated memory, or ``None`` if this scope holds no memory with that id.
+
+        Raises:
+            InvalidArgumentError: ``memory_id`` or ``reason`` is not a string, blank content,
+                metadata that is not a JSON object, or content equal to another memory of the
+                same scope.
+        """
+        self._check_writable()
+        check_id(memory_id)
+        check_optional_text(reason, "reason")
+        if content is not None:
+            check_content(content, "content")
+        if metadata is not None:
+            check_json_object(metadata, "metadata")
+        return await self._update(memory_id, Change(content, metadata, reason))
+
+    async def delete(self, memory_id: str, *, reason: str | None = None) -> bool:
+        """Forget one memory (its history keeps it); return whether it existed.
+
+        Raises:
+            InvalidArgumentError: ``memory_id`` or ``reason`` is not a string.
+        """
+        check_id(memory_id)
+        return await self.delete_many([memory_id], reason=reason) == 1
+
+    async def delete_many(self, memory_ids: Iterable[str], *, reason: str | None = None) -> int:
+        """Forget every memory of this scope whose id is given; return how many.
+
+        Raises:
+            InvalidArgumentError: ``memory_ids`` is a single string rather than an iterable of
+                ids, an id is not a string (its index is given), or ``reason`` is not a string.
+        """
+        self._check_writable()
+        check_optional_text(reason, "reason")
+        ids = list(dict.fromkeys(check_ids(memory_ids)))
+        if not ids:
+            return 0
+        return await self._remove(ids, reason)
+
+    async def clear(self) -> int:
+        """Forget every memory of this scope; return how many."""
+        self._check_writable()
+        return await self._remove(None, "clear")
+
+    async def list(
+        self,
+        *,
+        offset: int = 0,
+        limit: int | None = None,
+        filter: Mapping[str, Any] | None = None,
+        created_after: datetime | str | None = None,
+        created_before: datetime | str | None = None,
+    ) -> RecordList:
+        """Return memories oldest first, skipping ``offset`` and returning at most ``limit``.
+
+        Raises:
+            InvalidArgumentError: ``offset`` is not an integer from 0 to 2**63 - 1, ``limit``
+                not ``None`` or an integer from 1 to 2**63 - 1, or a bound or filter is unusable.
+        """
+        check_offset(offset)
+        check_limit(limit, "limit")
+        conditions = Conditions.of(self._scope, filter, created_after, created_before)
+        return await self._page(conditions, offset, limit)
+
+    async def count(
+        self,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        created_after: datetime | str | None = None,
+        created_before: datetime | str | None = None,
+    ) -> int:
+        """Return how many memories this scope holds (that match, with a filter)."""
+        conditions = Conditions.of(self._scope, filter, created_after, created_before)
+        return await self._count(conditions)
+
+    async def history(self, memory_id: str) -> Versions:
+        """Return the versions that updates, deletion or expiry replaced, oldest first.
+
+        Raises:
+            InvalidArgumentError: ``memory_id`` is not a string.
+        """
+        check_id(memory_id)
+        return await self._history(memory_id)
+
+    async def versions(self, *, batch: int = DEFAULT_PAGE) -> AsyncGenerator[Versions, None]:
+        """Yield every replaced version this scope keeps, of every memory, a page at a time.
+
+        Deleted memories' versions are included. Versions come by memory id, then oldest
+        first, each naming its memory and scope, in pages of about ``batch``: a page also
+        holds the further versions of its last memory replaced in the same millisecond, so it
+        never splits versions that could be identical (see :meth:`import_versions`). Each page
+        is one read; versions replaced while paging may or may not be included.
+
+        Raises:
+            InvalidArgumentError: ``batch`` is not an integer of at least 1.
+        """
+        check_batch(batch)
+        after: Any = None
+        while True:
+            page, after = await self._versions_page(after, batch)
+            if page:
+                yield page
+            if after is None:
+                return
+
+    # --- checks -------------------------------------------------------------------------------
+
+    def _check_writable(self) -> None:
+        if not self.writable:
+            raise InvalidArgumentError(
+                f"store '{self.name}' is read-only; create it with writable=True to change it"
+            )
+
+    def _expiry(
+        self, ttl: float | timedelta | None, expires_at: datetime | str | None
+    ) -> str | None:
+        if ttl is not None and expires_at is not None:
+            raise InvalidArgumentError("give ttl or expires_at, not both")
+        if expires_at is not None:
+            return timestamp(expires_at, "expires_at")
+        lifetime = seconds(ttl, "ttl") or self._ttl
+        if lifetime is None:
+            return None
+        return expiry_after(lifetime, "ttl")
+
+    # --- the backend's hooks, each one transaction on this view's scope -----------------------
+
+    async def _add(self, items: Items, expires_at: str | None, checked: bool) -> AddResults:
+        """Insert ``items`` (checked unless ``checked`` is false), deduplicated per scope."""
+        raise NotImplementedError
+
+    async def _add_many(self, batch: Items, expires_at: str | None) -> AddResults:
+        """Insert a batch of pairs whose contents and metadata are not checked yet."""
+        check_items(batch)
+        return await self._add(batch, expires_at, True)
+
+    async def _import_records(self, records: RecordList) -> int:
+        raise NotImplementedError
+
+    async def _import_versions(self, versions: Versions) -> int:
+        raise NotImplementedError
+
+    async def _search(self, call: SearchCall) -> Entries:
+        raise NotImplementedError
+
+    async def _get(self, memory_id: str, conditions: Conditions) -> MemoryRecord | None:
+        raise NotImplementedError
+
+    async def _update(self, memory_id: str, change: Change) -> MemoryRecord | None:
+        """Apply ``change`` to the memory of this scope with ``memory_id``, if there is one."""
+        raise NotImplementedError
+
+    async def _remove(self, ids: Ids | None, reason: str | None) -> int:
+        """Delete the memories with ``ids`` (all of this scope's for ``None``); count them."""
+        raise NotImplementedError
+
+    async def _page(self, conditions: Conditions, offset: int, limit: int | None) -> RecordList:
+        raise NotImplementedError
+
+    async def _count(self, conditions: Conditions) -> int:
+        raise NotImplementedError
+
+    async def _history(self, memory_id: str) -> Versions:
+        raise NotImplementedError
+
+    async def _versions_page(self, after: Any, limit: int) -> tuple[Versions, Any]:
+        """Return the versions after cursor ``after`` and the page's own cursor (``None``: last)."""
+        raise NotImplementedError
+
+
+def check_batch(batch: object) -> None:
+    """Refuse a page or batch size that is not an integer of at least 1.
+
+    Raises:
+        InvalidArgumentError: ``batch`` is ``None``, not an integer, or below 1.
+    """
+    if batch is None:  # check_limit lets None through, meaning "no limit"
+        raise InvalidArgumentError("batch must be an integer of at least 1, got None")
+    check_limit(batch, "batch")

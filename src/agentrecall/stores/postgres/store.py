@@ -1,0 +1,376 @@
+"""``PostgresStore``: memories in PostgreSQL, for agents on many machines."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from psycopg import sql
+
+from agentrecall._internal.checks import check_items, check_limit
+from agentrecall._internal.clock import utc_timestamp
+from agentrecall._internal.postgres import AsyncPostgresPool, ConnectionOptions, parse_dsn
+from agentrecall._internal.text import check_text
+from agentrecall.embeddings.adapters import store_embedder
+from agentrecall.embeddings.base import Embedder
+from agentrecall.errors import InvalidArgumentError, StorageError
+from agentrecall.retrieval.bm25 import query_terms
+from agentrecall.stores import front
+from agentrecall.stores.base import Capability
+from agentrecall.stores.hybrid import Hit, entries, keyword_hit, merged, pool_size, rank
+from agentrecall.stores.modes import SearchSettings
+from agentrecall.stores.postgres import imports, reads, search, vectors, writes
+from agentrecall.stores.postgres.schema import lock_schema, migrate
+from agentrecall.stores.postgres.tables import Connection, Tables
+from agentrecall.stores.postgres.vectors import Vectors
+from agentrecall.stores.records import hits
+from agentrecall.types import MemoryRecord
+
+T = TypeVar("T")
+
+RETRIES = 5
+"""Attempts of a transaction that the server aborted for a deadlock or a serialization failure
+(concurrent batches holding one another's contents); each attempt is the whole transaction."""
+
+_RETRYABLE = frozenset({"40P01", "40001"})
+
+NO_NEIGHBOURS = (
+    "PostgresStore does not support conversation mode (neighbours) yet; search without it, "
+    "or use SQLiteStore for it"
+)
+
+
+class _Shared:
+    """What a store and its scope views share: the pool, and the store's tables once known."""
+
+    def __init__(self, pool: AsyncPostgresPool) -> None:
+        self.pool = pool
+        self.tables: Tables | None = None
+        self.lock: asyncio.Lock | None = None
+
+
+class PostgresStore(front.StoreFront):
+    """Memories in a PostgreSQL database: the same contract as ``SQLiteStore``, many machines.
+
+    Every agent that reaches the server shares the memories; several stores (``name``) live
+    side by side in one schema without touching each other's memories, and several schemas
+    in one database. It satisfies the store contract (a Strands or agentrecall
+    ``MemoryManager`` takes it unchanged) and declares the same capabilities as
+    :class:`~agentrecall.SQLiteStore`: ``get``, ``update``, ``delete``, ``list``, ``count``,
+    ``clear``, ``add_many``, scoped views, filters, expiry, history and imports.
+
+    Guarantees:
+
+    * Construction does no I/O. :meth:`setup` (also run by the first call of a writable store)
+      creates or migrates the tables: append-only migrations recorded in
+      ``<schema>.migrations``, applied under an advisory lock, so many processes starting at
+      once never collide. A read-only store never writes: before its tables exist it reads as
+      empty.
+    * Every operation is one transaction; an acknowledged write is committed (as durable as
+      the server's ``synchronous_commit`` makes it). A batch that fails stores nothing.
+    * Dedup is enforced by the database: a unique key on the scope and the 128-bit digest of
+      the stripped content, written with ``ON CONFLICT DO NOTHING``, so concurrent adds of
+      one content to one scope, from any number of machines, store it once and all return
+      its id. A transaction the server aborts for a deadlock between concurrent batches is
+      run again, up to :data:`RETRIES` times.
+    * Recall: BM25 (k1 0.9, b 0.25) over the same terms as ``SQLiteStore`` (stemmed,
+      diacritics folded, CJK characters and pairs): a GIN index over a ``tsvector`` of the
+      terms picks candidates by the shared term plan and the shared BM25 rerank orders
+      them; ties go to the newer memory; ``_relevanceScore`` is the BM25 score. Term
+      statistics are the store's (every scope), kept exact by triggers.
+    * With an embedder, search by meaning: vectors are stored with every write (as ``real[]``,
+      which needs no extension), and semantic search walks pgvector's HNSW index (cosine) of
+      the store; hybrid search fuses both rankings as ``SQLiteStore`` does. On a server
+      without pgvector, keyword search works and semantic search raises a
+      :class:`~agentrecall.errors.StorageError` naming the extension.
+    * Filters, time bounds, scopes, expiry and history behave as in ``SQLiteStore``: the
+      conformance suite of :mod:`agentrecall.testing` runs unchanged on both.
+    * A server that cannot be reached raises
+      :class:`~agentrecall.errors.ServerUnavailableError` (retryable) naming the host and the
+      database, after at most ``connect_timeout`` seconds; the pool checks a connection
+      before lending it, so once the server is back the next call succeeds.
+
+    Limits: content and metadata cannot hold U+0000 (PostgreSQL text cannot); an integer in
+    metadata beyond 64 bits compares exactly in filters (SQLite compares it as a float);
+    conversation mode (``neighbours``) is not supported yet. See ``docs/postgres.md``.
+    """
+
+    capabilities: frozenset[Capability] = frozenset(Capability) - {Capability.SEMANTIC}
+    """What every ``PostgresStore`` supports."""
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        name: str = "memory",
+        schema: str = "agentrecall",
+        description: str | None = None,
+        max_search_results: int | None = None,
+        writable: bool = True,
+        extraction: Any = None,
+        ttl: float | timedelta | None = None,
+        embedder: Embedder | None = None,
+        search_mode: str | None = None,
+        neighbours: bool = False,
+        session_key: str = "session",
+        pool_size: int = 10,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        """Configure the store; nothing is connected or created until the first call.
+
+        Args:
+            dsn: the PostgreSQL connection string, a URL (``postgresql://user@host/db``) or
+                ``key=value`` pairs; TLS and other libpq settings go there (``sslmode=...``).
+            name: the store's name: its memories are apart from every other name's.
+            schema: the PostgreSQL schema holding the tables, created by :meth:`setup`.
+            description: what the store holds, shown to a model next to its name.
+            max_search_results: hits per search when the caller gives no limit (default 10).
+            writable: whether writes are allowed; a read-only store never writes.
+            extraction: fact-extraction setting, kept as given for a memory manager.
+            ttl: default lifetime of new memories (seconds or ``timedelta``); ``None`` keeps
+                them until deleted.
+            embedder: an :class:`~agentrecall.embeddings.Embedder`, to recall by meaning too:
+                every memory written through this store gets its vector, and searches may be
+                ``"semantic"`` or ``"hybrid"`` (which need pgvector on the server). Needs
+                ``numpy`` (the ``embeddings`` extra).
+            search_mode: the mode of a search whose options name none: ``"keyword"``,
+                ``"semantic"`` or ``"hybrid"``; default ``"hybrid"`` with an embedder.
+            neighbours: must be ``False``: conversation mode is not supported yet.
+            session_key: the metadata key naming a memory's session in conversation mode.
+            pool_size: the most connections the store (and its views) opens at once.
+            connect_timeout: seconds to wait for the server before raising.
+
+        Raises:
+            InvalidArgumentError: an argument has an unusable value (also a ``ValueError``).
+        """
+        self._configure(name, description, max_search_results, writable, extraction, ttl)
+        self._address = parse_dsn(dsn)
+        if not isinstance(schema, str) or not schema.strip():
+            raise InvalidArgumentError(f"schema must be a non-blank string, got {schema!r}")
+        check_text(schema, "schema")
+        check_limit(pool_size, "pool_size")
+        if pool_size is None:
+            raise InvalidArgumentError("pool_size must be an integer of at least 1, got None")
+        self._schema = schema
+        options = ConnectionOptions(connect_timeout=connect_timeout)
+        pool = AsyncPostgresPool(
+            dsn, what=f"memory store '{name}'", min_size=1, max_size=pool_size, options=options
+        )
+        self._shared = _Shared(pool)
+        self._vectors: Vectors | None = None
+        if embedder is not None:
+            checked = store_embedder(embedder, "a PostgresStore with an embedder")
+            self._vectors = Vectors(checked, checked.model_id, checked.dimension)
+            self.capabilities = type(self).capabilities | {Capability.SEMANTIC}
+        self._search_settings = SearchSettings.configure(
+            self._vectors, search_mode, neighbours, session_key, "PostgresStore"
+        )
+        if self._search_settings.neighbours:
+            raise InvalidArgumentError(NO_NEIGHBOURS)
+
+    @property
+    def schema(self) -> str:
+        """The PostgreSQL schema holding the store's tables."""
+        return self._schema
+
+    async def setup(self) -> None:
+        """Create or migrate the tables and register this store's name now (idempotent).
+
+        Safe to run from many processes at once (an advisory lock serialises migrations).
+
+        Raises:
+            InvalidArgumentError: the store is read-only (it never writes).
+            ServerUnavailableError: the server cannot be reached (retryable).
+            StorageError: any other failure, naming the database.
+        """
+        self._check_writable()
+        await self._ready()
+
+    async def aclose(self) -> None:
+        """Close the store's connections, shared with its scope views (reopened on next use).
+
+        Closing twice is harmless.
+        """
+        await self._shared.pool.close()
+
+    # --- the hooks of StoreFront ----------------------------------------------------------
+
+    async def _add(
+        self, items: front.Items, expires_at: str | None, checked: bool
+    ) -> front.AddResults:
+        found = None
+        if self._vectors is not None:
+            # Checked before the model runs, then embedded outside the transaction.
+            if not checked:
+                check_items(items)
+            checked, found = True, await self._prepare([content for content, _ in items])
+        new = writes.NewMemories(items, utc_timestamp(), expires_at, checked)
+        return await self._write(writes.add, self._scope, new, found)
+
+    async def _add_many(self, batch: front.Items, expires_at: str | None) -> front.AddResults:
+        # Each chunk is checked as it is built, in a thread; a bad item still stores nothing
+        # (one transaction).
+        return await self._add(batch, expires_at, False)
+
+    async def _import_records(self, records: front.RecordList) -> int:
+        # Texts that cannot be memories are left to the import's checks, which refuse them.
+        texts = [r.content for r in records if isinstance(getattr(r, "content", None), str)]
+        found = await self._prepare(texts)
+        return await self._write(imports.import_records, self._scope, records, found)
+
+    async def _import_versions(self, versions: front.Versions) -> int:
+        return await self._write(imports.import_versions, self._scope, versions)
+
+    async def _search(self, call: front.SearchCall) -> front.Entries:
+        if call.neighbours:
+            raise InvalidArgumentError(NO_NEIGHBOURS)
+        terms = query_terms(call.query)
+        if call.mode == "keyword" and not terms or not call.query.strip():
+            return []
+        vector = None
+        if self._vectors is not None and call.mode != "keyword":
+            vector = await self._vectors.query(call.query)
+        conditions, mode, limit = call.conditions, call.mode, call.limit
+        pool = pool_size(mode, False, limit)
+
+        async def read(connection: Connection, tables: Tables) -> front.Entries:
+            where, params = tables.where(conditions, utc_timestamp())
+            if mode == "keyword":
+                return hits(await search.keyword(connection, tables, terms, limit, where, params))
+            keyword: list[Hit] = []
+            if mode == "hybrid" and terms:
+                found = await search.keyword(connection, tables, terms, pool, where, params)
+                keyword = [keyword_hit(entry) for entry in hits(found)]
+            semantic: list[Hit] = []
+            if vector is not None and self._vectors is not None:
+                semantic = await vectors.nearest(
+                    connection, tables, self._vectors, vector, where, params, pool
+                )
+            ranked = rank(mode, False, keyword, semantic)
+            return entries(merged(keyword, semantic), ranked[:limit], mode)
+
+        return await self._read(read, [])
+
+    async def _get(self, memory_id: str, conditions: front.Conditions) -> MemoryRecord | None:
+        async def read(connection: Connection, tables: Tables) -> MemoryRecord | None:
+            where, params = tables.where(conditions, utc_timestamp())
+            return await reads.get(connection, tables, memory_id, where, params)
+
+        return await self._read(read, None)
+
+    async def _update(self, memory_id: str, change: front.Change) -> MemoryRecord | None:
+        found = None if change.content is None else await self._prepare([change.content])
+        return await self._write(writes.update, self._scope, memory_id, change, found)
+
+    async def _remove(self, ids: front.Ids | None, reason: str | None) -> int:
+        return await self._write(writes.remove, self._scope, ids, reason)
+
+    async def _page(
+        self, conditions: front.Conditions, offset: int, limit: int | None
+    ) -> front.RecordList:
+        async def read(connection: Connection, tables: Tables) -> front.RecordList:
+            where, params = tables.where(conditions, utc_timestamp())
+            return await reads.page(connection, tables, where, params, offset, limit)
+
+        return await self._read(read, [])
+
+    async def _count(self, conditions: front.Conditions) -> int:
+        async def read(connection: Connection, tables: Tables) -> int:
+            where, params = tables.where(conditions, utc_timestamp())
+            return await reads.count(connection, tables, where, params)
+
+        return await self._read(read, 0)
+
+    async def _history(self, memory_id: str) -> front.Versions:
+        read = functools.partial(reads.history, scope=self._scope, memory_id=memory_id)
+        return await self._read(read, [])
+
+    async def _versions_page(self, after: Any, limit: int) -> tuple[front.Versions, Any]:
+        read = functools.partial(reads.versions, scope=self._scope, after=after, limit=limit)
+        return await self._read(read, ([], None))
+
+    # --- plumbing -----------------------------------------------------------------------------
+
+    async def _prepare(self, texts: list[str]) -> dict[str, str] | None:
+        """Return the vectors of ``texts`` for a write (none: no embedder), made off the loop."""
+        return None if self._vectors is None else await self._vectors.prepare(texts)
+
+    async def _ready(self) -> Tables | None:
+        """Return the store's tables, migrating them first if writable (``None``: none yet)."""
+        shared = self._shared
+        if shared.tables is not None:
+            return shared.tables
+        if shared.lock is None:
+            shared.lock = asyncio.Lock()
+        async with shared.lock:
+            if shared.tables is None:
+                async with shared.pool.connection() as connection:
+                    number = await self._register(connection)
+                if number is not None:
+                    shared.tables = Tables.of(self._schema, number)
+        return shared.tables
+
+    async def _register(self, connection: Connection) -> int | None:
+        """Migrate and add the store's row (writable), or look the row up (read-only)."""
+        if self.writable:
+            await migrate(connection, self._schema)
+        elif not await _exists(connection, self._schema):
+            return None
+        schema = sql.Identifier(self._schema)
+        async with connection.transaction():
+            if self.writable:
+                await lock_schema(connection, self._schema)
+                await connection.execute(
+                    sql.SQL(
+                        "INSERT INTO {}.stores (name) VALUES (%s) ON CONFLICT (name) DO NOTHING"
+                    ).format(schema),
+                    [self._root_name],
+                )
+            cursor = await connection.execute(
+                sql.SQL("SELECT store FROM {}.stores WHERE name = %s").format(schema),
+                [self._root_name],
+            )
+            found = await cursor.fetchone()
+            if found is None:
+                return None
+            if self.writable and self._vectors is not None:
+                await vectors.enable(connection, Tables.of(self._schema, found[0]), self._vectors)
+            return int(found[0])
+
+    async def _read(self, work: Callable[[Connection, Tables], Awaitable[T]], empty: T) -> T:
+        """Run a read in one transaction; ``empty`` is its answer while no tables exist."""
+        tables = await self._ready()
+        if tables is None:
+            return empty
+        return await self._transaction(work, tables)
+
+    async def _write(self, work: Callable[..., Awaitable[T]], *args: Any) -> T:
+        """Run one of :mod:`.writes`' or :mod:`.imports`' transactions."""
+        tables = await self._ready()
+        assert tables is not None, "a writable store's tables exist once it is ready"
+        return await self._transaction(lambda c, t: work(c, t, *args), tables)
+
+    async def _transaction(
+        self, work: Callable[[Connection, Tables], Awaitable[T]], tables: Tables
+    ) -> T:
+        for attempt in range(RETRIES):
+            try:
+                async with self._shared.pool.connection() as connection:
+                    async with connection.transaction():
+                        return await work(connection, tables)
+            except StorageError as error:
+                state = getattr(error.__cause__, "sqlstate", None)
+                if state not in _RETRYABLE or attempt == RETRIES - 1:
+                    raise
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+async def _exists(connection: Connection, schema: str) -> bool:
+    """Return whether ``schema`` holds the store tables (a read-only store never creates them)."""
+    name = f"{sql.Identifier(schema).as_string(None)}.stores"
+    cursor = await connection.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
+    row = await cursor.fetchone()
+    return bool(row and row[0])

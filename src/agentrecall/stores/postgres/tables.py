@@ -1,0 +1,100 @@
+"""SQL pieces every ``PostgresStore`` statement shares: table names, scope and read conditions.
+
+Identifiers come from the store's schema name, quoted once by psycopg; every value travels as
+a bound parameter (``%s``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from psycopg import AsyncConnection, sql
+
+from agentrecall.stores.front import Conditions
+from agentrecall.stores.postgres.filters import to_postgres
+from agentrecall.stores.scopes import Scope
+
+Params = list[object]
+Connection = AsyncConnection[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Tables:
+    """The quoted names of one schema's tables, and the store's number in ``stores``.
+
+    Attributes:
+        schema: the quoted schema, such as ``"agentrecall"``.
+        store: the store's number, the same for all its scope views.
+    """
+
+    schema: str
+    store: int
+
+    @classmethod
+    def of(cls, schema: str, store: int) -> Tables:
+        """Return the tables of ``schema`` (unquoted) for store number ``store``."""
+        return cls(sql.Identifier(schema).as_string(None), store)
+
+    @property
+    def memories(self) -> str:
+        """The memories table."""
+        return f"{self.schema}.memories"
+
+    @property
+    def scopes(self) -> str:
+        """The scopes table."""
+        return f"{self.schema}.scopes"
+
+    @property
+    def history(self) -> str:
+        """The history table."""
+        return f"{self.schema}.history"
+
+    @property
+    def records(self) -> str:
+        """The memories with their scope's ids, as alias ``m`` and ``s``."""
+        return f"{self.memories} AS m JOIN {self.scopes} AS s ON s.scope = m.scope"
+
+    @property
+    def versions(self) -> str:
+        """The replaced versions with their scope's ids, as alias ``h`` and ``s``."""
+        return f"{self.history} AS h JOIN {self.scopes} AS s ON s.scope = h.scope"
+
+    def scope_where(self, scope: Scope, alias: str) -> tuple[str, Params]:
+        """Return a condition selecting this store's rows of ``alias`` that ``scope`` sees."""
+        parts = [f"{alias}.store = %s"]
+        params: Params = [self.store]
+        ids = [(column, value) for column, value in scope.columns().items() if value is not None]
+        if ids:
+            tests = " AND ".join(f"{column} = %s" for column, _ in ids)
+            parts.append(
+                f"{alias}.scope IN (SELECT scope FROM {self.scopes} WHERE store = %s AND {tests})"
+            )
+            params += [self.store, *(value for _, value in ids)]
+        return " AND ".join(parts), params
+
+    def where(self, found: Conditions, now: str) -> tuple[str, Params]:
+        """Return the conditions every read applies over ``m``: scope, expiry, filter, bounds."""
+        where, params = self.scope_where(found.scope, "m")
+        more, values = found.filter_and_bounds(_metadata_filter, "%s")
+        parts = [where, "(m.expires_at IS NULL OR m.expires_at > %s)", *more]
+        return " AND ".join(parts), [*params, now, *values]
+
+
+RECORD_COLUMNS = (
+    "m.id, m.content, m.metadata::text, m.created_at, m.updated_at, m.expires_at, "
+    "s.user_id, s.agent_id, s.session_id"
+)
+"""The columns :func:`agentrecall.stores.records.record` reads, over ``Tables.records``."""
+
+VERSION_COLUMNS = (
+    "h.content, h.metadata::text, h.changed_at, h.change, h.reason, h.id, "
+    "s.user_id, s.agent_id, s.session_id"
+)
+"""The columns :func:`agentrecall.stores.records.version` reads, over ``Tables.versions``."""
+
+
+def _metadata_filter(filter: Mapping[str, Any]) -> tuple[str, Params]:
+    return to_postgres(filter, "m.metadata")

@@ -1,0 +1,65 @@
+"""migrate() into and out of PostgreSQL keeps ids, timestamps, scopes and history."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from agentrecall import PostgresStore, SQLiteStore, SyncStore
+from agentrecall.migrate import migrate
+
+
+async def _history(store: SQLiteStore | PostgresStore) -> list[object]:
+    return [version async for page in store.versions() for version in page]
+
+
+@pytest.mark.asyncio
+async def test_sqlite_to_postgres_and_back_is_exact(tmp_path: Path, postgres_dsn: str) -> None:
+    source = SQLiteStore(tmp_path / "source.db")
+    ana = source.scope(user_id="ana", session_id="trip")
+    kept = await ana.add("Packed a raincoat", {"n": 1}, ttl=3600)
+    await ana.update(kept.id, content="Packed two raincoats", reason="counted again")
+    gone = await source.add("Forgotten words")
+    await source.delete(gone.id, reason="asked")
+    await source.scope(agent_id="helper").add_many([(f"Helper note {n}", None) for n in range(30)])
+    middle = PostgresStore(postgres_dsn)
+    result = await migrate(source, middle, batch=7)
+    assert (result.copied, result.versions) == (31, 2)
+    back = SQLiteStore(tmp_path / "back.db")
+    await migrate(middle, back, batch=5)
+    for copy in (middle, back):
+        assert await copy.list() == await source.list()
+        assert await _history(copy) == await _history(source)
+        assert await copy.scope(user_id="ana").history(kept.id) == await ana.history(kept.id)
+    for store in (source, middle, back):
+        await store.aclose()
+
+
+def test_the_cli_migrates_into_and_out_of_postgresql(tmp_path: Path, postgres_dsn: str) -> None:
+    source = tmp_path / "memory.db"
+    sync = SyncStore(SQLiteStore(source))
+    kept = sync.scope(user_id="ana").add("Prefers aisle seats")
+    sync.close()
+    url = postgres_dsn if postgres_dsn.startswith("postgres") else _url(postgres_dsn)
+    into = _cli("migrate", str(source), url)
+    assert into.returncode == 0, into.stderr
+    assert "copied 1 memory to database" in into.stdout and "password" not in into.stdout
+    back = tmp_path / "back.json"
+    out = _cli("migrate", url, str(back), "--flatten")
+    assert out.returncode == 0, out.stderr
+    assert kept.id in back.read_text(encoding="utf-8")
+
+
+def _url(dsn: str) -> str:
+    info = psycopg.conninfo.conninfo_to_dict(dsn)
+    return f"postgresql://{info['user']}@{info['host']}:{info['port']}/{info['dbname']}"
+
+
+def _cli(*arguments: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "agentrecall", *arguments], capture_output=True, text=True
+    )

@@ -1,0 +1,257 @@
+"""PostgresStore beyond the conformance suite: setup, concurrency, names, faults, limits."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import textwrap
+from typing import Any
+
+import psycopg
+import pytest
+
+from agentrecall import InvalidArgumentError, PostgresStore
+from agentrecall.errors import ServerUnavailableError, StorageError
+from agentrecall.stores.postgres.schema import MIGRATIONS
+from agentrecall.testing import HashEmbedder
+from agentrecall.testing.postgres import TemporaryPostgres
+
+
+def _rows(dsn: str, query: str) -> list[tuple[object, ...]]:
+    with psycopg.connect(dsn) as connection:
+        return connection.execute(query).fetchall()
+
+
+@pytest.mark.asyncio
+async def test_construction_does_no_io_and_a_dead_server_is_named() -> None:
+    store = PostgresStore("postgresql://nobody@127.0.0.1:9/nowhere", connect_timeout=2)
+    assert store.name == "memory" and store.schema == "agentrecall"
+    with pytest.raises(ServerUnavailableError, match=r"127\.0\.0\.1:9.*nowhere"):
+        await store.add("A memory that has nowhere to go")
+    await store.aclose()
+
+
+def test_bad_arguments_are_refused_at_construction() -> None:
+    dsn = "postgresql://u@127.0.0.1/db"
+    for options, argument in (
+        ({"schema": " "}, "schema"),
+        ({"pool_size": 0}, "pool_size"),
+        ({"name": ""}, "name"),
+        ({"search_mode": "semantic"}, "embedder"),
+    ):
+        with pytest.raises(InvalidArgumentError, match=argument):
+            PostgresStore(dsn, **options)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="dsn"):
+        PostgresStore("")
+
+
+@pytest.mark.asyncio
+async def test_setup_is_idempotent_and_concurrent_setups_never_collide(postgres_dsn: str) -> None:
+    stores = [PostgresStore(postgres_dsn, name=f"n{i % 3}") for i in range(12)]
+    await asyncio.gather(*(store.setup() for store in stores))
+    await stores[0].setup()
+    for store in stores:
+        await store.aclose()
+    versions = _rows(postgres_dsn, "SELECT version FROM agentrecall.migrations ORDER BY 1")
+    assert versions == [(n + 1,) for n in range(len(MIGRATIONS))]
+    names = _rows(postgres_dsn, "SELECT name FROM agentrecall.stores ORDER BY name")
+    assert names == [("n0",), ("n1",), ("n2",)]
+
+
+def test_processes_starting_at_once_migrate_once(postgres_dsn: str) -> None:
+    code = textwrap.dedent(
+        f"""
+        import asyncio
+        from agentrecall import PostgresStore
+
+        async def main():
+            store = PostgresStore({postgres_dsn!r}, schema="raced")
+            await store.add("written by a racing process")
+            await store.aclose()
+
+        asyncio.run(main())
+        """
+    )
+    processes = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(4)]
+    assert [process.wait(timeout=100) for process in processes] == [0] * 4
+    assert _rows(postgres_dsn, "SELECT count(*) FROM raced.migrations") == [(len(MIGRATIONS),)]
+    assert _rows(postgres_dsn, "SELECT count(*) FROM raced.memories") == [(1,)]
+
+
+@pytest.mark.asyncio
+async def test_concurrent_clients_store_each_distinct_memory_once(postgres_dsn: str) -> None:
+    """8 clients add 1,000 memories each in batches, half of them shared with a neighbour."""
+    clients = [PostgresStore(postgres_dsn, pool_size=2) for _ in range(8)]
+    await clients[0].setup()
+
+    async def client(number: int) -> dict[str, str]:
+        contents = [f"shared memory number {n}" for n in range(500 * number, 500 * number + 1000)]
+        ids: dict[str, str] = {}
+        for start in range(0, len(contents), 50):
+            batch = contents[start : start + 50]
+            results = await clients[number].add_many([(content, None) for content in batch])
+            ids.update(zip(batch, [result.id for result in results], strict=True))
+        return ids
+
+    answers = await asyncio.gather(*(client(n) for n in range(8)))
+    merged: dict[str, set[str]] = {}
+    for ids in answers:
+        for content, memory_id in ids.items():
+            merged.setdefault(content, set()).add(memory_id)
+    assert len(merged) == 500 * 7 + 1000
+    assert all(len(ids) == 1 for ids in merged.values())
+    assert await clients[0].count() == len(merged)
+    listed = {record.content: record.id for record in await clients[0].list()}
+    assert listed == {content: next(iter(ids)) for content, ids in merged.items()}
+    for store in clients:
+        await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_names_and_schemas_share_a_database_apart(postgres_dsn: str) -> None:
+    one = PostgresStore(postgres_dsn, name="one")
+    two = PostgresStore(postgres_dsn, name="two")
+    other = PostgresStore(postgres_dsn, name="one", schema="elsewhere")
+    for store in (one, two, other):
+        await store.add("The same words in every store")
+    await one.add("Only in the first store")
+    assert await two.clear() == 1
+    assert await one.count() == 2 and await other.count() == 1
+    assert [hit.content for hit in await one.search("words")] == ["The same words in every store"]
+    assert await two.search("words") == []
+    for store in (one, two, other):
+        await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_read_only_store_never_writes(postgres_dsn: str) -> None:
+    reader = PostgresStore(postgres_dsn, writable=False)
+    assert await reader.search("anything") == [] and await reader.count() == 0
+    assert await reader.list() == [] and await reader.get("x") is None
+    with pytest.raises(InvalidArgumentError, match="read-only"):
+        await reader.setup()
+    assert _rows(postgres_dsn, "SELECT to_regnamespace('agentrecall') IS NULL") == [(True,)]
+    writer = PostgresStore(postgres_dsn)
+    memory = await writer.add("Written by the writer")
+    assert (await PostgresStore(postgres_dsn, writable=False).get(memory.id)) is not None
+    for store in (reader, writer):
+        await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_text_postgresql_cannot_hold_is_refused_clearly(postgres_dsn: str) -> None:
+    store = PostgresStore(postgres_dsn)
+    with pytest.raises(InvalidArgumentError, match="content.*U\\+0000"):
+        await store.add("nul \0 inside")
+    with pytest.raises(InvalidArgumentError, match="metadata.*U\\+0000"):
+        await store.add("fine", {"k\0": 1})
+    assert await store.count() == 0
+    await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_restarted_server_is_reconnected(private_postgres: TemporaryPostgres) -> None:
+    store = PostgresStore(private_postgres.dsn, connect_timeout=2)
+    kept = await store.add("Acknowledged before the restart")
+    private_postgres.stop()
+    with pytest.raises(ServerUnavailableError):
+        await store.add("Refused while the server is down")
+    private_postgres.start()
+    after = await store.add("Written after the restart")
+    assert {record.id for record in await store.list()} == {kept.id, after.id}
+    await store.aclose()
+
+
+def test_the_extra_is_named_when_psycopg_is_missing() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['psycopg'] = None\n"
+        "import agentrecall\n"
+        "try:\n"
+        "    from agentrecall import PostgresStore\n"
+        "except ImportError as error:\n"
+        "    print(error)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert "pip install 'agentrecall[postgres]'" in result.stdout
+
+
+@pytest.mark.asyncio
+async def test_without_pgvector_keyword_works_and_semantic_names_the_extension(
+    postgres_server: Any,
+) -> None:
+    """A role that may not create extensions, in a database without pgvector."""
+    database = f"agentrecall_plain_{os.getpid()}"
+    with psycopg.connect(postgres_server.dsn, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+        admin.execute("DROP ROLE IF EXISTS agentrecall_plain")
+        admin.execute("CREATE ROLE agentrecall_plain LOGIN")
+        admin.execute(f"CREATE DATABASE {database} OWNER agentrecall_plain")
+    info = psycopg.conninfo.conninfo_to_dict(postgres_server.database_dsn(database))
+    info["user"] = "agentrecall_plain"
+    dsn = psycopg.conninfo.make_conninfo(**{k: str(v) for k, v in info.items()})
+    store = PostgresStore(dsn, embedder=HashEmbedder(64), search_mode="keyword")
+    try:
+        memory = await store.add("The user's seat is by the window")
+        assert [hit.id for hit in await store.search("window")] == [memory.id]
+        for mode in ("semantic", "hybrid"):
+            with pytest.raises(StorageError, match=r"pgvector extension \('vector'\)"):
+                await store.search("window", {"mode": mode})
+        assert _rows(dsn, "SELECT count(*) FROM agentrecall.vectors") == [(1,)]
+    finally:
+        await store.aclose()
+        with psycopg.connect(postgres_server.dsn, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+            admin.execute("DROP ROLE IF EXISTS agentrecall_plain")
+
+
+@pytest.mark.asyncio
+async def test_search_modes_refuse_conversation_mode_clearly(postgres_dsn: str) -> None:
+    with pytest.raises(InvalidArgumentError, match="conversation mode"):
+        PostgresStore(postgres_dsn, neighbours=True)
+    store = PostgresStore(postgres_dsn)
+    with pytest.raises(InvalidArgumentError, match="conversation mode"):
+        await store.search("anything", {"neighbours": True})
+    with pytest.raises(InvalidArgumentError, match="embedder"):
+        await store.search("anything", {"mode": "semantic"})
+    await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_large_batches_go_through_copy_and_dedup_like_small_ones(postgres_dsn: str) -> None:
+    store = PostgresStore(postgres_dsn)
+    scoped = store.scope(user_id="ana")
+    await scoped.add("Copied fact 7", {"first": True})
+    contents = [f"Copied fact {n % 2_000}" for n in range(2_500)]  # 500 repeats in the batch
+    results = await scoped.add_many([(content, {"n": n}) for n, content in enumerate(contents)])
+    assert len({result.id for result in results}) == 2_000
+    assert results[7].id == (await scoped.list(limit=1))[0].id
+    assert [results[n].id for n in range(2_000, 2_500)] == [results[n].id for n in range(500)]
+    assert await store.count() == 2_000
+    records = await store.list()
+    assert [record.content for record in records[1:4]] == [f"Copied fact {n}" for n in (0, 1, 2)]
+    copy = PostgresStore(postgres_dsn, name="copy")
+    assert await copy.import_records(records) == 2_000
+    assert await copy.import_records(records) == 0
+    assert await copy.list() == records
+    assert [hit.content for hit in await copy.search("fact 1999")][:1] == ["Copied fact 1999"]
+    for each in (store, copy):
+        await each.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_bad_item_late_in_a_large_batch_stores_nothing(postgres_dsn: str) -> None:
+    store = PostgresStore(postgres_dsn)
+    items: list[tuple[str, Any]] = [(f"Bulk fact {n}", None) for n in range(5_000)]
+    items[4_500] = ("   ", None)
+    with pytest.raises(InvalidArgumentError, match=r"item 4500"):
+        await store.add_many(items)
+    items[4_500] = ("Fine words", {"nul": "\0"})
+    with pytest.raises(InvalidArgumentError, match=r"item 4500.*U\+0000"):
+        await store.add_many(items)
+    assert await store.count() == 0
+    await store.aclose()
