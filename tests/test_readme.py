@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import subprocess
 import sys
 from collections.abc import Callable
@@ -39,10 +38,10 @@ def blocks(language: str) -> list[str]:
     return [body for lang, body in BLOCKS if lang == language]
 
 
-def run_python(source: str, cwd: Path) -> str:
+def run_python(source: str, cwd: Path, **variables: str) -> str:
     script = cwd / "block.py"
     script.write_text(source, encoding="utf-8")
-    environment = {**os.environ, "AGENTRECALL_HOME": str(cwd / "home")}
+    environment = {**os.environ, "AGENTRECALL_HOME": str(cwd / "home"), **variables}
     done = subprocess.run(
         [sys.executable, "-c", RUNNER, str(script)],
         cwd=cwd,
@@ -86,6 +85,14 @@ def meaning(out: str, home: Path) -> None:
     assert content == "The user's favourite seat is by the window." and float(score) > 0.3
 
 
+def postgres_store(out: str, home: Path) -> None:
+    assert out == "True Prefers aisle seats 1\n"
+
+
+def postgres_buffer(out: str, home: Path) -> None:
+    assert out == "[{'role': 'user', 'content': 'Find a hotel in Lyon'}]\n"
+
+
 def strands_manager(out: str, home: Path) -> None:
     assert out == ""
 
@@ -94,11 +101,13 @@ def strands_manager(out: str, home: Path) -> None:
 CHECKS: dict[str, Callable[[str, Path], None]] = {
     'SQLiteStore(name="notes") as notes:': quick_start,
     "with SyncStore(SQLiteStore": sync_store,
-    'ana = store.scope(user_id="ana")': sqlite_store,
+    'SQLiteStore("memory.db") as store': sqlite_store,
     'notes = JsonFileStore(name="notes", path="notes.json")': json_store,
     'BufferMemory(max_messages=20, max_tokens=4000, path="conversations.db")': buffer_memory,
     "StrandsMemoryManager(stores=": strands_manager,
     'SQLiteStore("meaning.db", embedder=LocalEmbedder())': meaning,
+    'PostgresStore(dsn, name="travel")': postgres_store,
+    'BufferMemory(dsn=os.environ["DATABASE_URL"]': postgres_buffer,
 }
 
 
@@ -113,11 +122,15 @@ STANDALONE = [block for block in blocks("python") if "async def chat(" not in bl
 
 
 @pytest.mark.parametrize("index", range(len(STANDALONE)))
-def test_python_block_runs(index: int, tmp_path: Path) -> None:
+def test_python_block_runs(index: int, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     block = STANDALONE[index]
     check = check_for(block)
     assert check is not None, f"README python block {index} has no check in test_readme.py"
-    check(run_python(block, tmp_path), tmp_path / "home")
+    # A PostgreSQL example reads its server's URL from DATABASE_URL: a fresh database here.
+    variables = {}
+    if "DATABASE_URL" in block:
+        variables["DATABASE_URL"] = request.getfixturevalue("postgres_dsn")
+    check(run_python(block, tmp_path, **variables), tmp_path / "home")
 
 
 def respond(request: Any) -> Reply:
@@ -164,27 +177,28 @@ def test_install_block_names_real_extras() -> None:
 
 
 def test_command_line_block_runs(tmp_path: Path) -> None:
-    (commands,) = [b for b in blocks("sh") if b.startswith("agentrecall add")]
+    (commands,) = [b for b in blocks("bash") if b.startswith("id=$(agentrecall add")]
     (tmp_path / "data").symlink_to(ROOT / "data")
     environment = {
         **os.environ,
         "AGENTRECALL_HOME": str(tmp_path / "home"),
         "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
     }
-    for line in commands.splitlines():
-        command = line.split("  #")[0].strip()
-        done = subprocess.run(
-            shlex.split(command),
-            cwd=tmp_path,
-            env=environment,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert done.returncode == 0, f"{command}: {done.stderr}"
-    assert (tmp_path / "team-copy.db").exists()
-    assert (tmp_path / "home" / "memory" / "work.db").exists()
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", commands],
+        cwd=tmp_path,
+        env=environment,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "The user prefers window seats" in done.stdout  # the history shows the update
+    for made in ("memory.jsonl", "copy.db", "copy.json", "same.db"):
+        assert (tmp_path / made).exists(), made
+    assert len(json.loads((tmp_path / "copy.json").read_text(encoding="utf-8"))) == 2
 
 
 def test_error_tree_matches_the_classes() -> None:
