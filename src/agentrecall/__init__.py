@@ -13,8 +13,9 @@ the name is first used, so a program (the command line, say) pays only for what 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agentrecall._internal.lazy import lazy_names
 
 if TYPE_CHECKING:
     from agentrecall.conversation.buffer import BufferEntry, BufferMemory, BufferMetadata
@@ -146,7 +147,7 @@ _HOMES = {
     "Storage": "agentrecall.storage",
     "StorageError": "agentrecall.errors",
     "SyncStore": "agentrecall.sync",
-    "TestMemoryStore": "agentrecall.stores",
+    "TestMemoryStore": "agentrecall.stores:JsonFileStore",
     "ToolConfig": "agentrecall.memory.tools",
     "estimate_tokens": "agentrecall.conversation.tokens",
     "tiktoken_counter": "agentrecall.conversation.tokens",
@@ -154,16 +155,7 @@ _HOMES = {
 """The module that defines each public name (``TestMemoryStore`` is ``JsonFileStore``)."""
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name's module on first use, and keep the name here from then on."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'agentrecall' has no attribute {name!r}")
-    value = getattr(
-        importlib.import_module(home), "JsonFileStore" if name == "TestMemoryStore" else name
-    )
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _HOMES, globals())
 
 
 def __dir__() -> list[str]:

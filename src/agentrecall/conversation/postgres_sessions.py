@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agentrecall._internal.postgres import PostgresPool
@@ -129,16 +130,7 @@ class PostgresSessions:
             ).fetchone()
         )
         assert stored is not None  # an upsert always returns its row
-        return SessionRecord(
-            record.session_id,
-            stored[0],
-            record.messages,
-            stored[1],
-            record.accessed_at,
-            record.agent_name,
-            record.tags,
-            record.token_count,
-        )
+        return replace(record, entry_id=stored[0], created_at=stored[1])
 
     def access(
         self, session_id: str, when: float, idle_before: float | None

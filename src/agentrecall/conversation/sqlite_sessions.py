@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from agentrecall._internal.checks import check_busy_timeout
@@ -90,16 +91,7 @@ class SQLiteSessions:
                 "RETURNING entry_id, created_at",
                 row,
             ).fetchone()
-            return SessionRecord(
-                record.session_id,
-                stored[0],
-                record.messages,
-                stored[1],
-                record.accessed_at,
-                record.agent_name,
-                record.tags,
-                record.token_count,
-            )
+            return replace(record, entry_id=stored[0], created_at=stored[1])
 
         return self._run(write, write=True)
 

@@ -14,9 +14,9 @@ are imported on first use, so a store that embeds nothing does not load an HTTP 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from agentrecall._internal.lazy import lazy_names
 from agentrecall.embeddings.adapters import CallableEmbedder, EmbedFunction, embedder_from
 from agentrecall.embeddings.base import Embedder, Vectors
 from agentrecall.embeddings.vectors import embed_checked
@@ -42,11 +42,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Import an embedder's module when its name is first used."""
-    home = _LAZY.get(name)
-    if home is None:
-        raise AttributeError(f"module 'agentrecall.embeddings' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY, globals())

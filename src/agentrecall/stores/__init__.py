@@ -6,9 +6,9 @@ an SQLite store does not load the JSON store's file storage.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from agentrecall._internal.lazy import lazy_names
 from agentrecall.stores.base import Capability, MemoryStore
 
 if TYPE_CHECKING:
@@ -26,11 +26,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Import a store's module when its name is first used."""
-    home = _LAZY.get(name)
-    if home is None:
-        raise AttributeError(f"module 'agentrecall.stores' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY, globals())
