@@ -42,7 +42,9 @@ def register(commands: Any, parents: Parents) -> None:
         example="agentrecall history ID",
     )
     history.add_argument("id", help="the memory's id (a deleted memory's history is kept)")
-    history.set_defaults(command=_history, verb="history", reads_only=True, needs=Capability.HISTORY)
+    history.set_defaults(
+        command=_history, verb="history", reads_only=True, needs=Capability.HISTORY
+    )
     counting = command(
         commands,
         "count",
