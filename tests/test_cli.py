@@ -732,7 +732,7 @@ def test_top_level_help_says_where_the_default_store_lives(
 ) -> None:
     assert main(["--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
-    assert "Without --store, --path or --db: $AGENTRECALL_HOME/memory/memory.db" in text
+    assert "Without --store, --path, --db or --dsn: $AGENTRECALL_HOME/memory/memory.db" in text
 
 
 # --- unusable files -------------------------------------------------------------------------

@@ -75,6 +75,6 @@ def test_reindex_refuses_what_it_cannot_use(
     json_file = tmp_path / "m.json"
     json_file.write_text("[]")
     code, _, err = run(capsys, "reindex", "--path", str(json_file), "--embedder", HASH)
-    assert code == 1 and "reindex needs an SQLite store" in err
+    assert code == 1 and "(JsonFileStore) cannot compute vectors again" in err
     code, out, _ = run(capsys, "reindex", "--store", "nothing-yet", "--embedder", HASH)
     assert (code, out) == (0, "the store does not exist yet: nothing to reindex\n")

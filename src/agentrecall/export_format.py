@@ -74,7 +74,7 @@ class Header:
     """What line 1 of an export says.
 
     Attributes:
-        store: the kind of store exported, ``"sqlite"`` or ``"json"``.
+        store: the kind of store exported, ``"sqlite"``, ``"postgres"`` or ``"json"``.
         created_at: when the export began (``YYYY-MM-DDTHH:MM:SS.mmmZ``).
         memories: how many memory lines follow.
         versions: how many version lines follow.

@@ -1,8 +1,9 @@
 """Export a store as JSON lines (:mod:`agentrecall.export_format`) and import them again.
 
 Both directions stream: at most a batch of memories is held at a time, so a million
-memories cost what ten thousand do. :func:`export_store` writes one consistent state of an
-SQLite store (:meth:`SQLiteStore.snapshot`); :func:`import_stream` reads an export, or a
+memories cost what ten thousand do. :func:`export_store` writes one consistent state of a
+store that offers a snapshot (:meth:`SQLiteStore.snapshot`, :meth:`PostgresStore.snapshot`);
+:func:`import_stream` reads an export, or a
 Strands ``TestMemoryStore`` JSON file (told apart by their first character), into any store
 that takes ``import_records``.
 """
@@ -115,18 +116,21 @@ async def export_store(
 ) -> Header:
     """Write every memory of ``store`` (and its history, if it keeps one) to ``out``.
 
-    An :class:`SQLiteStore` (or a view of one) is read in one transaction, so the file is one
-    consistent state of the store and its header's counts are exact; another store is read a
-    page at a time through ``count`` and ``list``. ``scope`` is what the header records as
-    the scope exported. ``progress(done, total)`` is called after the header and after each
-    batch. Returns the header written.
+    A store with a ``snapshot`` method (an :class:`SQLiteStore` or ``PostgresStore``, or a
+    view of one) is read in one transaction, so the file is one consistent state of the store,
+    history included, and its header's counts are exact; another store (a JSON file, which
+    keeps no history) is read a page at a time through ``count`` and ``list``. ``scope`` is
+    what the header records as the scope exported. ``progress(done, total)`` is called after
+    the header and after each batch. Returns the header written.
     """
-    kind = "sqlite" if isinstance(store, SQLiteStore) else "json"
     ids = {key: None if scope is None else scope.get(key) for key in SCOPE_KEYS}
-    header = Header(store=kind, created_at=utc_timestamp(), memories=0, versions=0, scope=ids)
+    header = Header(
+        store=_kind(store), created_at=utc_timestamp(), memories=0, versions=0, scope=ids
+    )
     writer = _LineWriter(out, header, progress)
-    if isinstance(store, SQLiteStore):
-        await store.snapshot(writer, batch=batch)
+    snapshot = getattr(store, "snapshot", None)
+    if snapshot is not None:
+        await snapshot(writer, batch=batch)
         return writer.header
     total = await store.count()
     await asyncio.to_thread(writer.counts, total, 0)
@@ -135,6 +139,13 @@ async def export_store(
         await asyncio.to_thread(writer.records, page)
         offset += len(page)
     return writer.header
+
+
+def _kind(store: object) -> str:
+    """The kind of store a header names: ``"sqlite"``, ``"postgres"`` or ``"json"``."""
+    if isinstance(store, SQLiteStore):
+        return "sqlite"
+    return "postgres" if type(store).__name__ == "PostgresStore" else "json"
 
 
 async def import_stream(
@@ -186,7 +197,7 @@ async def import_stream(
     if header.versions and Capability.HISTORY not in _capabilities(store):
         raise InvalidArgumentError(
             f"{where} holds {header.versions} versions of history and the store keeps none; "
-            "import it into an SQLite store (--db or --store)"
+            "import it into an SQLite or PostgreSQL store (--db, --store or --dsn)"
         )
     loader.total = header.memories + header.versions
     await _load_lines(loader, _LineReader(stream, where, header, batch))
@@ -318,7 +329,8 @@ class _Loader:
         self.progress = progress
         self.total = 0
         self.done = self.memory_lines = self.stored = self.existing = self.versions_stored = 0
-        self._taken_lookup = isinstance(store, SQLiteStore)
+        # A store that looks ids up in one query; another is asked a memory at a time.
+        self._taken_lookup = hasattr(store, "existing_ids")
 
     async def memories(self, items: Sequence[tuple[int, MemoryRecord]]) -> None:
         if not items:

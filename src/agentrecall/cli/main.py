@@ -1,7 +1,8 @@
 """``agentrecall``: the command line, a thin shell over the library.
 
-Without ``--path`` (a JSON file) or ``--db`` (an SQLite file), the store is
-``SQLiteStore(name=NAME)`` (``--store NAME``, default ``memory``), the file
+Without ``--path`` (a JSON file), ``--db`` (an SQLite file) or ``--dsn`` (a PostgreSQL
+database, with ``--pg-name`` and ``--pg-schema`` choosing the ``PostgresStore`` in it), the
+store is ``SQLiteStore(name=NAME)`` (``--store NAME``, default ``memory``), the file
 ``$AGENTRECALL_HOME/memory/NAME.db``. Options go before or after the command. The commands
 live in modules of their own, each adding its parsers with ``register``:
 :mod:`~agentrecall.cli.reading`, :mod:`~agentrecall.cli.writing`,
@@ -30,12 +31,19 @@ from agentrecall.cli import (
     upkeep,
     writing,
 )
-from agentrecall.cli.options import DEFAULT_STORE, SCOPE_OPTIONS, STORE_OPTIONS, parents
+from agentrecall.cli.options import (
+    DEFAULT_STORE,
+    POSTGRES_OPTIONS,
+    SCOPE_OPTIONS,
+    STORE_OPTIONS,
+    parents,
+)
 
 EPILOG = f"""\
-Without --store, --path or --db: $AGENTRECALL_HOME/memory/{DEFAULT_STORE}.db
+Without --store, --path, --db or --dsn: $AGENTRECALL_HOME/memory/{DEFAULT_STORE}.db
 (AGENTRECALL_HOME defaults to ~/.agentrecall). --path and --db name a file that
-must exist, except for add, which creates it (but not its directory).
+must exist, except for add, which creates it (but not its directory). --dsn names
+a PostgreSQL database; --pg-name and --pg-schema choose the store in it.
 Run 'agentrecall COMMAND --help' for a command's options and an example.
 
 """
@@ -76,19 +84,26 @@ def _dispatch(arguments: list[str]) -> int:
     top = parser()
     args = top.parse_args(arguments)
     chosen = [f"--{option}" for option in STORE_OPTIONS if hasattr(args, option)]
+    inside = [_flag(option) for option in POSTGRES_OPTIONS if hasattr(args, option)]
     if hasattr(args, "storeless"):
-        scoped = [f"--{o.replace('_', '-')}" for o in SCOPE_OPTIONS if hasattr(args, o)]
-        if chosen or scoped:
-            top.error(f"argument {(chosen or scoped)[0]}: not used by '{args.verb}'")
+        scoped = [_flag(option) for option in SCOPE_OPTIONS if hasattr(args, option)]
+        if chosen or inside or scoped:
+            top.error(f"argument {(chosen + inside + scoped)[0]}: not used by '{args.verb}'")
         args.root_parser = top
         storeless: Callable[[argparse.Namespace], int] = args.storeless
         return storeless(args)
     if len(chosen) > 1:
         top.error(f"argument {chosen[1]}: not allowed with argument {chosen[0]}")
+    if inside and not hasattr(args, "dsn"):
+        top.error(f"argument {inside[0]}: needs --dsn (it names a store in a PostgreSQL database)")
     if hasattr(args, "serve"):  # a server opens its store itself and keeps it open
         serve: Callable[[argparse.Namespace], int] = args.serve
         return serve(args)
     return running.run(args.command, args)
+
+
+def _flag(option: str) -> str:
+    return "--" + option.replace("_", "-")
 
 
 def _wants_json(arguments: list[str]) -> bool:

@@ -5,6 +5,9 @@ search a directory, a regular file where a directory should be) is an error, nev
 store. ``--path`` and ``--db`` name a file that must exist, except for a command that creates
 it, which creates the file but not its directory: a mistyped path fails instead of growing a
 new tree. The default store's directory under ``$AGENTRECALL_HOME`` is ours to create.
+
+``--dsn`` names a PostgreSQL database instead (:func:`open_postgres`); nothing connects until
+the command's first call, which sets the store's tables up when the store is writable.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import argparse
 import os
 from typing import TYPE_CHECKING
 
-from agentrecall.cli.options import SCOPE_OPTIONS
+from agentrecall.cli.options import DEFAULT_SCHEMA, SCOPE_OPTIONS
 from agentrecall.cli.report import note
 from agentrecall.embeddings.base import Embedder
 from agentrecall.errors import InvalidArgumentError, StorageError
@@ -22,6 +25,7 @@ from agentrecall.stores.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
     from agentrecall.stores.jsonfile import JsonFileStore
+    from agentrecall.stores.postgres import PostgresStore
 
 
 def open_store(
@@ -31,20 +35,30 @@ def open_store(
     embedder: Embedder | None = None,
     writable: bool = True,
 ) -> MemoryStore:
-    """Return the store the options name: ``--path`` JSON, ``--db`` SQLite, else SQLite by name.
+    """Return the store the options name: ``--dsn``, ``--path``, ``--db``, else by name.
+
+    ``--dsn`` is a PostgreSQL store (see :func:`open_postgres`), ``--path`` a JSON file,
+    ``--db`` an SQLite file, and a name an SQLite store under ``$AGENTRECALL_HOME``.
 
     ``default`` is the name without ``--store``; an SQLite store gets ``embedder``. A command
     with ``args.creates`` (``add``) creates a missing ``--path`` or ``--db`` file (not its
     directory), and a missing store of a name with its directory; any other command needs the
     ``--path`` or ``--db`` file to exist, and reads a name's missing store as empty without
     creating it (as a read-only SQLite store: a command that writes finds nothing to change).
-    A store opened with ``writable=False`` refuses every write.
+    A store opened with ``writable=False`` refuses every write; so does a PostgreSQL store
+    opened for a command with ``args.reads_only``, which reads a store whose tables do not
+    exist yet as empty.
 
     Raises:
         StorageError: a file that must exist is missing, a directory is missing, or a path
             cannot be looked at.
         InvalidArgumentError: an option's value is unusable (a blank name or path).
     """
+    if hasattr(args, "dsn"):
+        # A command that only reads (``args.reads_only``) never sets tables up on the server:
+        # it needs no more than read access, and a mistyped name creates nothing.
+        writable = writable and not getattr(args, "reads_only", False)
+        return open_postgres(args, default=default, embedder=embedder, writable=writable)
     creates = bool(getattr(args, "creates", False))
     for option, opener in _FILE_OPENERS.items():
         if hasattr(args, option):
@@ -56,6 +70,52 @@ def open_store(
             return store
     name = getattr(args, "store", default)
     return _open_named(name, creates=creates, embedder=embedder, writable=writable)
+
+
+def open_postgres(
+    args: argparse.Namespace, *, default: str, embedder: Embedder | None, writable: bool
+) -> PostgresStore:
+    """Return the ``PostgresStore`` ``--dsn``, ``--pg-name`` and ``--pg-schema`` name.
+
+    Raises:
+        InvalidArgumentError: the connection string cannot be parsed, or a name is blank (the
+            message names the option and never repeats the password).
+        ImportError: the ``postgres`` extra is not installed.
+    """
+    from agentrecall.stores.postgres import PostgresStore  # loaded only for a database
+
+    name = getattr(args, "pg_name", default)
+    schema = getattr(args, "pg_schema", DEFAULT_SCHEMA)
+    try:
+        return PostgresStore(
+            args.dsn, name=name, schema=schema, embedder=embedder, writable=writable
+        )
+    except InvalidArgumentError as error:
+        raise InvalidArgumentError(_with_option(str(error))) from error
+
+
+_ARGUMENT_OPTIONS = (("dsn", "--dsn"), ("schema", "--pg-schema"), ("name", "--pg-name"))
+"""The ``PostgresStore`` arguments the options give, as its messages start with them."""
+
+
+def _with_option(message: str) -> str:
+    """Return a ``PostgresStore`` message about an argument, naming the option instead."""
+    for argument, option in _ARGUMENT_OPTIONS:
+        if message.startswith(argument + " ") or message.startswith(argument + ":"):
+            return option + message[len(argument) :]
+    return message
+
+
+def shown(store: MemoryStore) -> str:
+    """Return how output names ``store``: its file, or its database without the password."""
+    path = getattr(store, "path", None)
+    if path:
+        return str(path)
+    address = getattr(store, "address", None)
+    if address is None:
+        return f"the store '{store.name}'"
+    schema = getattr(store, "schema", DEFAULT_SCHEMA)
+    return f"the store '{store.name}' (schema {schema}) in {address}"
 
 
 def _json_file(
@@ -104,7 +164,8 @@ def scoped(store: MemoryStore, args: argparse.Namespace) -> MemoryStore:
         flag = "--" + next(iter(ids)).replace("_", "-")
         raise InvalidArgumentError(
             f"{flag}: the store '{store.name}' ({type(store).__name__}) has no scopes; "
-            "use an SQLite store (--db FILE or --store NAME) for one user, agent or session"
+            "use an SQLite store (--db FILE or --store NAME) or a PostgreSQL one (--dsn URL) "
+            "for one user, agent or session"
         )
     view: MemoryStore = store.scope(**ids)  # type: ignore[attr-defined]
     return view

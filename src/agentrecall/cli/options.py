@@ -19,8 +19,14 @@ from agentrecall.cli import report
 DEFAULT_STORE = "memory"
 """The store's name without ``--store``: ``$AGENTRECALL_HOME/memory/memory.db``."""
 
-STORE_OPTIONS = ("store", "path", "db")
+STORE_OPTIONS = ("store", "path", "db", "dsn")
 """The options that choose a store, as attribute names."""
+
+POSTGRES_OPTIONS = ("pg_name", "pg_schema")
+"""The options that choose a store inside the database ``--dsn`` names, as attribute names."""
+
+DEFAULT_SCHEMA = "agentrecall"
+"""The PostgreSQL schema without ``--pg-schema``: :class:`~agentrecall.PostgresStore`'s own."""
 
 SCOPE_OPTIONS = ("user_id", "agent_id", "session_id")
 """The options that narrow a command to one scope, as attribute names."""
@@ -35,8 +41,9 @@ class Parents:
 
     Attributes:
         output: ``--json`` alone, for commands that name their files as arguments.
-        store: ``--json``, the store's choice (``--store``, ``--path``, ``--db``) and the scope
-            (``--user-id``, ``--agent-id``, ``--session-id``).
+        store: ``--json``, the store's choice (``--store``, ``--path``, ``--db``, or ``--dsn``
+            with ``--pg-name`` and ``--pg-schema``) and the scope (``--user-id``,
+            ``--agent-id``, ``--session-id``).
     """
 
     output: argparse.ArgumentParser
@@ -65,7 +72,28 @@ def parents() -> Parents:
     where.add_argument(
         "--db", default=argparse.SUPPRESS, metavar="FILE", help="an SQLite store file instead"
     )
-    scope = store.add_argument_group("scope (SQLite stores)")
+    where.add_argument(
+        "--dsn",
+        default=argparse.SUPPRESS,
+        metavar="URL",
+        help="a PostgresStore instead, in the database of this connection string "
+        "(postgresql://USER@HOST:PORT/DATABASE or 'host=... dbname=...'; keep the password "
+        "in PGPASSWORD or ~/.pgpass, out of the command line)",
+    )
+    server = store.add_argument_group("PostgreSQL (with --dsn)")
+    server.add_argument(
+        "--pg-name",
+        default=argparse.SUPPRESS,
+        metavar="NAME",
+        help=f"the store's name in the database (default: {DEFAULT_STORE})",
+    )
+    server.add_argument(
+        "--pg-schema",
+        default=argparse.SUPPRESS,
+        metavar="SCHEMA",
+        help=f"the schema holding its tables (default: {DEFAULT_SCHEMA})",
+    )
+    scope = store.add_argument_group("scope (SQLite and PostgreSQL stores)")
     for option in SCOPE_OPTIONS:
         flag = "--" + option.replace("_", "-")
         what = option.removesuffix("_id")

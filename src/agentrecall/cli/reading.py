@@ -32,7 +32,7 @@ def register(commands: Any, parents: Parents) -> None:
         commands, "get", parents.store, help="show one memory", example="agentrecall get ID"
     )
     get.add_argument("id", help="the memory's id")
-    get.set_defaults(command=_get, verb="get")
+    get.set_defaults(command=_get, verb="get", reads_only=True)
     _list_parser(commands, parents)
     history = command(
         commands,
@@ -42,7 +42,9 @@ def register(commands: Any, parents: Parents) -> None:
         example="agentrecall history ID",
     )
     history.add_argument("id", help="the memory's id (a deleted memory's history is kept)")
-    history.set_defaults(command=_history, verb="history", needs=Capability.HISTORY)
+    history.set_defaults(
+        command=_history, verb="history", reads_only=True, needs=Capability.HISTORY
+    )
     counting = command(
         commands,
         "count",
@@ -51,7 +53,7 @@ def register(commands: Any, parents: Parents) -> None:
         example='agentrecall count --user-id alice --filter \'{"topic": "travel"}\'',
     )
     add_bounds(counting)
-    counting.set_defaults(command=_count, verb="count")
+    counting.set_defaults(command=_count, verb="count", reads_only=True)
 
 
 def add_bounds(parser: argparse.ArgumentParser) -> None:
@@ -60,7 +62,7 @@ def add_bounds(parser: argparse.ArgumentParser) -> None:
         "--filter",
         type=values.json_object,
         metavar="JSON",
-        help='metadata conditions, such as \'{"topic": "travel"}\' (SQLite stores)',
+        help='metadata conditions, such as \'{"topic": "travel"}\' (SQLite and PostgreSQL stores)',
     )
     parser.add_argument(
         "--after",
@@ -101,8 +103,8 @@ def _search_parser(commands: Any, parents: Parents) -> None:
     search.add_argument(
         "--mode",
         choices=SEARCH_MODES,
-        help="keyword (BM25, the default), or by meaning: semantic or hybrid (SQLite stores; "
-        "the vectors come from --embedder, see reindex)",
+        help="keyword (BM25, the default), or by meaning: semantic or hybrid (SQLite and "
+        "PostgreSQL stores; the vectors come from --embedder, see reindex)",
     )
     search.add_argument(
         "--embedder",
@@ -116,7 +118,7 @@ def _search_parser(commands: Any, parents: Parents) -> None:
         help="leave out hits scoring below SCORE (scores depend on the mode)",
     )
     add_bounds(search)
-    search.set_defaults(command=_search, verb="search")
+    search.set_defaults(command=_search, verb="search", reads_only=True)
 
 
 def _search(memory: SyncStore, args: argparse.Namespace) -> int:
@@ -172,7 +174,7 @@ def _list_parser(commands: Any, parents: Parents) -> None:
     )
     listing.add_argument("--oldest", action="store_true", help="oldest first")
     add_bounds(listing)
-    listing.set_defaults(command=_list, verb="list")
+    listing.set_defaults(command=_list, verb="list", reads_only=True)
 
 
 def _list(memory: SyncStore, args: argparse.Namespace) -> int:

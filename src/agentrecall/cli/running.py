@@ -34,7 +34,7 @@ COMMAND_NEEDS = {
 """How to say that the store lacks what a command needs (its ``needs`` default)."""
 
 KEYWORD = "keyword"
-SQLITE_HINT = "use an SQLite store (--db FILE or --store NAME)"
+SQLITE_HINT = "use an SQLite store (--db FILE or --store NAME) or a PostgreSQL one (--dsn URL)"
 
 
 def run(command: Command, args: argparse.Namespace) -> int:

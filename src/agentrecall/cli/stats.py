@@ -1,7 +1,9 @@
 """``agentrecall stats``: what a store (or scope) holds, at a glance.
 
 It reads every memory once, a page at a time through ``list`` (a progress bar on a terminal),
-so it works on any store and holds one page in memory, never the store.
+so it works on any store and holds one page in memory, never the store. A PostgreSQL store
+has no file: its database is shown instead, and no size (its tables are shared by every store
+of its schema, so their size is not this store's).
 """
 
 from __future__ import annotations
@@ -33,11 +35,12 @@ def register(commands: Any, parents: Parents) -> None:
         commands,
         "stats",
         parents.store,
-        help="show how many memories there are, the file's size, the oldest and newest, "
+        help="show how many memories there are, the file's size (a PostgreSQL store: its "
+        "database), the oldest and newest, "
         "the scopes and the most used metadata keys",
         example="agentrecall stats\nagentrecall --json stats --user-id alice",
     )
-    stats.set_defaults(command=_stats, verb="stats")
+    stats.set_defaults(command=_stats, verb="stats", reads_only=True)
 
 
 @dataclass
@@ -87,11 +90,14 @@ def _stats(memory: SyncStore, args: argparse.Namespace) -> int:
     store = memory.store
     path: str | None = getattr(store, "path", None)
     size = os.stat(path).st_size if path and os.path.exists(path) else None
+    address = getattr(store, "address", None)
     data = {
         "store": store.name,
         "kind": type(store).__name__,
         "path": path,
         "file_size": size,
+        "database": None if address is None else str(address),
+        "schema": getattr(store, "schema", None),
         "count": counted.count,
         "oldest": counted.oldest,
         "newest": counted.newest,
@@ -112,10 +118,14 @@ def _stats(memory: SyncStore, args: argparse.Namespace) -> int:
 
 def _fields(data: dict[str, Any], counted: Tally) -> list[tuple[str, str]]:
     size = data["file_size"]
-    fields = [
-        ("store", f"{data['store']} ({data['kind']})"),
-        ("file", data["path"] or "-"),
-        ("size", "-" if size is None else tables.size(size)),
+    fields = [("store", f"{data['store']} ({data['kind']})")]
+    if data["database"] is not None:
+        fields.append(("database", f"{data['database']}, schema {data['schema']}"))
+        fields.append(("size", "- (the schema's tables are shared by all its stores)"))
+    else:
+        fields.append(("file", data["path"] or "-"))
+        fields.append(("size", "-" if size is None else tables.size(size)))
+    fields += [
         ("memories", str(counted.count)),
         ("oldest", counted.oldest or "-"),
         ("newest", counted.newest or "-"),

@@ -7,9 +7,13 @@ on a terminal, and says what a failure left. What an import guarantees:
   file beside it and renamed into place at the end: the store appears complete, or not at
   all;
 * into a JSON file (``--path``), it is one write of the file: all or nothing;
-* into an existing SQLite store, each batch of 50,000 lines is checked whole and stored in
-  one transaction: a failure keeps the batches before it, the error says which lines those
-  were, and running the same import again with ``--skip-existing`` adds the rest.
+* into an existing SQLite store, or a PostgreSQL one (``--dsn``), each batch of 50,000 lines
+  is checked whole and stored in one transaction: a failure keeps the batches before it, the
+  error says which lines those were, and running the same import again with
+  ``--skip-existing`` adds the rest.
+
+An export of an SQLite or PostgreSQL store is read in one transaction (for PostgreSQL,
+``REPEATABLE READ``): one consistent state, whatever is written meanwhile.
 """
 
 from __future__ import annotations
@@ -33,16 +37,16 @@ from agentrecall.stores.sqlite import SQLiteStore
 EXPORT_EPILOG = """\
 The first line is a header (format "agentrecall-export", its version, the kind of store,
 the counts of memories and versions that follow); each further line is one memory or one
-replaced version of one. An SQLite store is read in one transaction: the file is one
-consistent state of the store, written while other processes go on using it."""
+replaced version of one. An SQLite or PostgreSQL store is read in one transaction: the file
+is one consistent state of the store, written while other processes go on using it."""
 
 IMPORT_EPILOG = """\
 FILE is an agentrecall export or a Strands TestMemoryStore JSON file (told apart by their
 content). A memory whose id the store already holds stops the import with an error naming
 the id and line, unless --skip-existing leaves such memories out. A new store file appears
-only complete; an existing SQLite store takes the file in batches of 50,000 lines, one
-transaction each: after a failure it keeps the batches before the line named, and the same
-import run again with --skip-existing adds the rest."""
+only complete; an existing SQLite store, or a PostgreSQL one, takes the file in batches of
+50,000 lines, one transaction each: after a failure it keeps the batches before the line
+named, and the same import run again with --skip-existing adds the rest."""
 
 
 def register(commands: Any, parents: Parents) -> None:
@@ -67,7 +71,8 @@ def register(commands: Any, parents: Parents) -> None:
         parents.store,
         help="add the memories of an export or a Strands memory file",
         example="agentrecall --db memory.db export | agentrecall --db copy.db import -\n"
-        "agentrecall --db memory.db import strands-memory.json --skip-existing",
+        "agentrecall --db memory.db import strands-memory.json --skip-existing\n"
+        "agentrecall --db memory.db export | agentrecall --dsn postgresql://me@db/app import -",
         epilog=IMPORT_EPILOG,
     )
     load.add_argument("file", metavar="FILE", help="the file to read, or - for standard input")
@@ -112,7 +117,7 @@ def _import(args: argparse.Namespace, default: str) -> int:
     args.creates = True
     store = opening.open_store(args, default=default)
     fresh = isinstance(store, SQLiteStore) and opening.size_of(store.path) is None
-    path = getattr(store, "path", None)
+    path = opening.shown(store)
     done = _Progress()
     try:
         with terminal_bar() as bar, _source(args.file) as (stream, where):
@@ -147,7 +152,7 @@ async def _imported(
     from agentrecall.transfer import import_stream
 
     options: dict[str, Any] = {"skip_existing": args.skip_existing, "progress": progress}
-    if not isinstance(store, SQLiteStore):
+    if not _batched(store):
         options["batch"] = sys.maxsize  # a JSON file is written once: the whole file is one batch
     try:
         if isinstance(store, SQLiteStore) and fresh:
@@ -171,8 +176,13 @@ class _Progress:
             self.bar(done, total)
 
 
+def _batched(store: MemoryStore) -> bool:
+    """Whether ``store`` takes an import in batches (a JSON file is one write, all or nothing)."""
+    return hasattr(store, "existing_ids")
+
+
 def _kept(store: MemoryStore, fresh: bool, done: int) -> str:
-    if fresh or not isinstance(store, SQLiteStore) or done == 0:
+    if fresh or not _batched(store) or done == 0:
         return "nothing was imported"
     return (
         f"lines 2 to {done + 1} were imported before it; once the file is fixed, the same "

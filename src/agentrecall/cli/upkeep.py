@@ -74,16 +74,19 @@ def embedder_option(parser: argparse.ArgumentParser) -> None:
 
 def _reindex(memory: SyncStore, args: argparse.Namespace) -> int:
     store = memory.store
-    if not isinstance(store, SQLiteStore):
-        raise InvalidArgumentError("reindex needs an SQLite store (--store or --db)")
-    if opening.size_of(store.path) is None:
+    if not hasattr(store, "reindex"):
+        raise InvalidArgumentError(
+            f"reindex: the store '{store.name}' ({type(store).__name__}) cannot compute vectors "
+            "again; use an SQLite store (--store or --db)"
+        )
+    if isinstance(store, SQLiteStore) and opening.size_of(store.path) is None:
         emit(args, {"reindexed": 0}, "the store does not exist yet: nothing to reindex")
         return report.OK
     with terminal_bar() as bar:
         count = memory.reindex(progress=bar)
     model = args.embedder if args.embedder != LOCAL else "the local model"
     text = f"computed {plural(count, 'vector')} with {model}"
-    emit(args, {"reindexed": count, "path": store.path}, text)
+    emit(args, {"reindexed": count, "path": getattr(store, "path", None)}, text)
     return report.OK
 
 

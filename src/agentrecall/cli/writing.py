@@ -37,7 +37,8 @@ def register(commands: Any, parents: Parents) -> None:
         "--ttl",
         type=values.duration,
         metavar="TIME",
-        help="forget it after this long: seconds, or 90m, 12h, 30d, 2w (SQLite stores)",
+        help="forget it after this long: seconds, or 90m, 12h, 30d, 2w (SQLite and "
+        "PostgreSQL stores)",
     )
     add.set_defaults(command=_add, verb="add", creates=True)
 
@@ -96,7 +97,7 @@ def _content_options(parser: argparse.ArgumentParser, *, replaces: bool = False)
 
 def _reason_option(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument(
-        "--reason", help=f"why, kept with the {what} in the history (SQLite stores)"
+        "--reason", help=f"why, kept with the {what} in the history (SQLite and PostgreSQL stores)"
     )
 
 

@@ -4,30 +4,38 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from psycopg import sql
 
-from agentrecall._internal.checks import check_items, check_limit
+from agentrecall._internal.checks import check_ids, check_items, check_limit
 from agentrecall._internal.clock import utc_timestamp
-from agentrecall._internal.postgres import AsyncPostgresPool, ConnectionOptions, parse_dsn
+from agentrecall._internal.postgres import (
+    AsyncPostgresPool,
+    ConnectionOptions,
+    ServerAddress,
+    parse_dsn,
+)
 from agentrecall._internal.text import check_text
 from agentrecall.embeddings.adapters import store_embedder
 from agentrecall.embeddings.base import Embedder
 from agentrecall.errors import InvalidArgumentError, StorageError
 from agentrecall.retrieval.bm25 import query_terms
 from agentrecall.stores import front
-from agentrecall.stores.base import Capability
+from agentrecall.stores.base import DEFAULT_PAGE, Capability
 from agentrecall.stores.hybrid import Hit, entries, keyword_hit, merged, pool_size, rank
 from agentrecall.stores.modes import SearchSettings
-from agentrecall.stores.postgres import imports, reads, search, vectors, writes
+from agentrecall.stores.postgres import export, imports, reads, search, vectors, writes
 from agentrecall.stores.postgres.schema import lock_schema, migrate
 from agentrecall.stores.postgres.tables import Connection, Tables
 from agentrecall.stores.postgres.vectors import Vectors
 from agentrecall.stores.records import hits
 from agentrecall.types import MemoryRecord
+
+if TYPE_CHECKING:
+    from agentrecall.stores.sqlite.export import SnapshotSink
 
 T = TypeVar("T")
 
@@ -172,6 +180,11 @@ class PostgresStore(front.StoreFront):
             raise InvalidArgumentError(NO_NEIGHBOURS)
 
     @property
+    def address(self) -> ServerAddress:
+        """Where the store's database is (host, port, database, user), never the password."""
+        return self._address
+
+    @property
     def schema(self) -> str:
         """The PostgreSQL schema holding the store's tables."""
         return self._schema
@@ -195,6 +208,43 @@ class PostgresStore(front.StoreFront):
         Closing twice is harmless.
         """
         await self._shared.pool.close()
+
+    async def snapshot(self, sink: SnapshotSink, *, batch: int = DEFAULT_PAGE) -> None:
+        """Hand ``sink`` this scope's memories and history as one consistent state of the store.
+
+        The whole read is one ``REPEATABLE READ`` read-only transaction, so the counts
+        ``sink`` is given first are those of exactly the memories and versions that follow,
+        whatever other clients write meanwhile; rows come from a server-side cursor, at most
+        ``batch`` at a time (see :mod:`.export`). ``sink`` is called in a worker thread. A
+        store whose tables do not exist yet hands on counts of zero.
+
+        Raises:
+            InvalidArgumentError: ``batch`` is not an integer of at least 1.
+            ServerUnavailableError: the server cannot be reached (retryable).
+            StorageError: any other failure, naming the database.
+        """
+        front.check_batch(batch)
+        tables = await self._ready()
+        if tables is None:
+            await asyncio.to_thread(sink.counts, 0, 0)
+            return
+        # Not retried as other transactions are: the sink may have written by then.
+        async with self._shared.pool.connection() as connection:
+            async with connection.transaction():
+                await export.snapshot(connection, tables, self._scope, batch, sink)
+
+    async def existing_ids(self, memory_ids: Iterable[str]) -> set[str]:
+        """Return which of ``memory_ids`` the store holds, in any scope, whatever this view.
+
+        These are the ids :meth:`import_records` would skip as taken.
+
+        Raises:
+            InvalidArgumentError: ``memory_ids`` is a single string, or an id is not a string.
+        """
+        ids = list(dict.fromkeys(check_ids(memory_ids)))
+        if not ids:
+            return set()
+        return await self._read(lambda c, t: export.existing_ids(c, t, ids), set())
 
     # --- the hooks of StoreFront ----------------------------------------------------------
 
