@@ -15,6 +15,7 @@ no I/O.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,7 +66,8 @@ _VERSION_FIELDS = (
 _MEMORY_KEYS = frozenset({"type", "metadata", *(key for key, _ in _MEMORY_FIELDS)})
 _VERSION_KEYS = frozenset({"type", "metadata", *(key for key, _ in _VERSION_FIELDS)})
 
-_scan = json.JSONDecoder().scan_once
+# The decoder's own scanner, what json.loads ends in (typeshed does not declare it).
+_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _JSON_SPACE = " \t\n\r"
 """The whitespace JSON allows around a value (``str.isspace`` allows more)."""
 
