@@ -15,6 +15,7 @@ no I/O.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,6 +65,11 @@ _VERSION_FIELDS = (
 
 _MEMORY_KEYS = frozenset({"type", "metadata", *(key for key, _ in _MEMORY_FIELDS)})
 _VERSION_KEYS = frozenset({"type", "metadata", *(key for key, _ in _VERSION_FIELDS)})
+
+# The decoder's own scanner, what json.loads ends in (typeshed does not declare it).
+_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+_JSON_SPACE = " \t\n\r"
+"""The whitespace JSON allows around a value (``str.isspace`` allows more)."""
 
 # Every value written comes from a store, which holds only finite, acyclic JSON.
 _encode = compact_encoder()
@@ -231,6 +237,18 @@ def parse_line(line: bytes, where: str, number: int) -> MemoryRecord | MemoryVer
 
 
 def _json(line: bytes, where: str, number: int) -> Any:
+    if line[:1] == b"{":
+        # An object line read the way json.loads reads it, without its per-call detection of
+        # the encoding and its wrappers: 1.5 to 2 µs of the 6 a memory's line takes. Anything
+        # unusual goes the long way below, which also words the errors.
+        try:
+            text = line.decode("utf-8", "surrogatepass")
+            value, end = _scan(text, 0)
+        except (ValueError, RecursionError, StopIteration):
+            pass
+        else:
+            if not text[end:].strip(_JSON_SPACE):
+                return value
     try:
         return json.loads(line)
     except UnicodeDecodeError as error:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import os
 import sys
 import uuid
@@ -120,7 +121,7 @@ def _import(args: argparse.Namespace, default: str) -> int:
     path = opening.shown(store)
     done = _Progress()
     try:
-        with terminal_bar() as bar, _source(args.file) as (stream, where):
+        with _no_cycle_collector(), terminal_bar() as bar, _source(args.file) as (stream, where):
             done.bar = bar
             result = asyncio.run(_imported(store, fresh, stream, where, args, done))
     except KeyboardInterrupt:
@@ -188,6 +189,23 @@ def _kept(store: MemoryStore, fresh: bool, done: int) -> str:
         f"lines 2 to {done + 1} were imported before it; once the file is fixed, the same "
         "import with --skip-existing adds the rest"
     )
+
+
+@contextlib.contextmanager
+def _no_cycle_collector() -> Iterator[None]:
+    """Hold off Python's cycle collector for the block, restoring it after.
+
+    An import makes millions of short-lived records, dicts and rows, none in a cycle, and the
+    collector kept walking them: about a tenth of an import's CPU time. Nothing it would free
+    is made meanwhile, and the command's process ends after the import.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 @contextlib.contextmanager
