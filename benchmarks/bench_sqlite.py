@@ -73,7 +73,7 @@ import filtered_search
 from bench_import_floor import prepared_rows, sqlite_rate
 from corpus import SIZES, corpus, query_sample
 from strands.vended_memory_stores import TestMemoryStore
-from timing import ms, peak_rss_mb, percentile, search_in_child, time_adds
+from timing import ms, peak_rss_mb, percentile, search_in_child, time_adds, time_searches
 
 from agentrecall import JsonFileStore, SQLiteStore
 
@@ -107,18 +107,6 @@ async def bulk_import(store: Any, items: Iterator[Item], size: int, per_call: in
     return spent
 
 
-async def time_searches(store: Any, questions: list[str], warmup: list[str]) -> list[float]:
-    """Run the warm-up questions, then time each question alone (seconds)."""
-    for question in warmup:
-        await store.search(question, OPTIONS)
-    timings = []
-    for question in questions:
-        began = time.perf_counter()
-        await store.search(question, OPTIONS)
-        timings.append(time.perf_counter() - began)
-    return timings
-
-
 def search_child(path: str) -> None:
     """Child process: search the database with the questions on stdin; print timings, RSS."""
     job = json.load(sys.stdin)
@@ -126,9 +114,9 @@ def search_child(path: str) -> None:
     async def run() -> tuple[list[float], list[float]]:
         store = SQLiteStore(path)
         try:
-            everyone = await time_searches(store, job["questions"], job["warmup"])
+            everyone = await time_searches(store, job["questions"], job["warmup"], OPTIONS)
             scoped = store.scope(user_id=SCOPE_USER)
-            return everyone, await time_searches(scoped, job["questions"], job["warmup"])
+            return everyone, await time_searches(scoped, job["questions"], job["warmup"], OPTIONS)
         finally:
             await store.aclose()
 
@@ -247,7 +235,7 @@ def bench_json_stores(size: int, questions: list[str], warmup: list[str]) -> lis
                 if op == "add":
                     job = time_adds(store, everything[size:], ADD_WARMUP)
                 else:
-                    job = time_searches(store, questions, warmup)
+                    job = time_searches(store, questions, warmup, OPTIONS)
                 timings[op] = asyncio.run(job)
             rows.append(
                 {

@@ -65,6 +65,14 @@ _VERSION_FIELDS = (
 
 _MEMORY_KEYS = frozenset({"type", "metadata", *(key for key, _ in _MEMORY_FIELDS)})
 _VERSION_KEYS = frozenset({"type", "metadata", *(key for key, _ in _VERSION_FIELDS)})
+_LINES: dict[
+    str,
+    tuple[frozenset[str], tuple[tuple[str, bool], ...], type[MemoryRecord] | type[MemoryVersion]],
+] = {
+    "memory": (_MEMORY_KEYS, _MEMORY_FIELDS, MemoryRecord),
+    "version": (_VERSION_KEYS, _VERSION_FIELDS, MemoryVersion),
+}
+"""Each line ``type``: its keys, its string fields, and what it is read into."""
 
 # The decoder's own scanner, what json.loads ends in (typeshed does not declare it).
 _scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
@@ -205,35 +213,15 @@ def parse_line(line: bytes, where: str, number: int) -> MemoryRecord | MemoryVer
     """
     value = _json(line, where, number)
     kind = value.get("type") if isinstance(value, dict) else None
-    if kind == "memory":
-        _check_keys(value, _MEMORY_KEYS, where, number)
-        _check_fields(value, _MEMORY_FIELDS, where, number)
-        return MemoryRecord(
-            id=value["id"],
-            content=value["content"],
-            created_at=value["created_at"],
-            metadata=value["metadata"],
-            updated_at=value["updated_at"],
-            expires_at=value["expires_at"],
-            user_id=value["user_id"],
-            agent_id=value["agent_id"],
-            session_id=value["session_id"],
-        )
-    if kind == "version":
-        _check_keys(value, _VERSION_KEYS, where, number)
-        _check_fields(value, _VERSION_FIELDS, where, number)
-        return MemoryVersion(
-            content=value["content"],
-            metadata=value["metadata"],
-            changed_at=value["changed_at"],
-            change=value["change"],
-            reason=value["reason"],
-            memory_id=value["memory_id"],
-            user_id=value["user_id"],
-            agent_id=value["agent_id"],
-            session_id=value["session_id"],
-        )
-    raise _invalid(where, number, 'expected an object with "type" "memory" or "version"')
+    shape = _LINES.get(kind) if isinstance(kind, str) else None
+    if shape is None:
+        raise _invalid(where, number, 'expected an object with "type" "memory" or "version"')
+    keys, fields, make = shape
+    _check_keys(value, keys, where, number)
+    _check_fields(value, fields, where, number)
+    # The keys are now exactly the fields of ``make`` and "type", and the dict is this call's own.
+    del value["type"]
+    return make(**value)
 
 
 def _json(line: bytes, where: str, number: int) -> Any:

@@ -154,6 +154,8 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
 
+# What both shells run: find the command path the words before the cursor name, then the
+# words that may stand at the cursor (@WORDS@ and @CURRENT@ are the shell's own names).
 _WALK = """\
     local cmdpath= skip= word i
     for ((i = @FIRST@; i < @CURRENT@; i++)); do
@@ -167,7 +169,16 @@ _WALK = """\
             -*) _@NAME@_takes_value "$word" && skip=1 ;;
             *) _@NAME@_is_command "$cmdpath" "$word" && cmdpath=${cmdpath:+$cmdpath }$word ;;
         esac
-    done"""
+    done
+    if [[ -n $skip ]]; then
+        choices=$(_@NAME@_values "$cmdpath" "${@WORDS@[@CURRENT@-1]}")
+    elif [[ $cur == -* ]]; then
+        choices=$(_@NAME@_options "$cmdpath")
+    else
+        choices=$(_@NAME@_commands "$cmdpath")
+        [[ -z $choices ]] && choices=$(_@NAME@_arguments "$cmdpath")
+    fi
+"""
 
 _BASH = (
     """\
@@ -182,15 +193,7 @@ _@NAME@() {
     + _WALK.replace("@FIRST@", "1")
     .replace("@CURRENT@", "COMP_CWORD")
     .replace("@WORDS@", "COMP_WORDS")
-    + """
-    if [[ -n $skip ]]; then
-        choices=$(_@NAME@_values "$cmdpath" "${COMP_WORDS[COMP_CWORD-1]}")
-    elif [[ $cur == -* ]]; then
-        choices=$(_@NAME@_options "$cmdpath")
-    else
-        choices=$(_@NAME@_commands "$cmdpath")
-        [[ -z $choices ]] && choices=$(_@NAME@_arguments "$cmdpath")
-    fi
+    + """\
     if [[ $choices == @files ]]; then
         compopt -o filenames 2>/dev/null
         COMPREPLY=($(compgen -f -- "$cur"))
@@ -214,15 +217,7 @@ _@NAME@() {
     local cur=${words[CURRENT]} choices
 """
     + _WALK.replace("@FIRST@", "2").replace("@CURRENT@", "CURRENT").replace("@WORDS@", "words")
-    + """
-    if [[ -n $skip ]]; then
-        choices=$(_@NAME@_values "$cmdpath" "${words[CURRENT-1]}")
-    elif [[ $cur == -* ]]; then
-        choices=$(_@NAME@_options "$cmdpath")
-    else
-        choices=$(_@NAME@_commands "$cmdpath")
-        [[ -z $choices ]] && choices=$(_@NAME@_arguments "$cmdpath")
-    fi
+    + """\
     if [[ $choices == @files ]]; then
         _files
     elif [[ -n $choices ]]; then
