@@ -77,7 +77,7 @@ def _reindex(memory: SyncStore, args: argparse.Namespace) -> int:
     if not hasattr(store, "reindex"):
         raise InvalidArgumentError(
             f"reindex: the store '{store.name}' ({type(store).__name__}) cannot compute vectors "
-            "again; use an SQLite store (--store or --db)"
+            "again; use an SQLite store (--store or --db) or a PostgreSQL one (--dsn)"
         )
     if isinstance(store, SQLiteStore) and opening.size_of(store.path) is None:
         emit(args, {"reindexed": 0}, "the store does not exist yet: nothing to reindex")

@@ -41,6 +41,19 @@ def keyword_terms(text: str) -> list[str]:
     return [term for _, term in words(text)]
 
 
+def distinct_terms(text: str) -> tuple[list[str], int]:
+    """Return the distinct terms of ``text`` in order of first use, and how many terms it has.
+
+    The same terms as :func:`keyword_terms`, with each distinct word stemmed once: a stored
+    memory's index needs no repeats, and this is most of the cost of building its row.
+    """
+    if text.isascii():
+        found = _WORD.findall(text.lower())
+        return list(dict.fromkeys(map(stem, dict.fromkeys(found)))), len(found)
+    terms = [term for _, term in words(text)]
+    return list(dict.fromkeys(terms)), len(terms)
+
+
 def words(text: str) -> list[tuple[str, str]]:
     """Return ``(word, term)`` for each term of ``text``, in order, with repeats.
 

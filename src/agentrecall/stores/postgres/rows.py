@@ -8,7 +8,7 @@ characters and pairs), so the GIN index finds exactly the memories the rerank sc
 from __future__ import annotations
 
 from agentrecall.errors import InvalidArgumentError
-from agentrecall.retrieval.keywords import keyword_terms
+from agentrecall.retrieval.keywords import distinct_terms
 from agentrecall.stores.contentkeys import content_hash
 from agentrecall.stores.imports import encode
 from agentrecall.types import JsonObject
@@ -28,11 +28,10 @@ def tsvector(content: str) -> tuple[str, int]:
     backslash and each can be written between quotes as it is. No positions are kept: the
     rerank reads the text, and without them an import builds rows twice as fast.
     """
-    terms = keyword_terms(content)
-    lexemes = dict.fromkeys(terms)
+    lexemes, length = distinct_terms(content)
     if len(content) > MAX_LEXEME_CHARACTERS:  # only a long content can hold a long term
-        lexemes = {term: None for term in lexemes if len(term) <= MAX_LEXEME_CHARACTERS}
-    return "'" + "' '".join(lexemes) + "'" if lexemes else "", len(terms)
+        lexemes = [term for term in lexemes if len(term) <= MAX_LEXEME_CHARACTERS]
+    return "'" + "' '".join(lexemes) + "'" if lexemes else "", length
 
 
 def tsquery(terms: list[str]) -> str:

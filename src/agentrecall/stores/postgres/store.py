@@ -27,7 +27,7 @@ from agentrecall.stores import front
 from agentrecall.stores.base import DEFAULT_PAGE, Capability
 from agentrecall.stores.hybrid import Hit, entries, keyword_hit, merged, pool_size, rank
 from agentrecall.stores.modes import SearchSettings
-from agentrecall.stores.postgres import export, imports, reads, search, vectors, writes
+from agentrecall.stores.postgres import export, imports, reads, reindex, search, vectors, writes
 from agentrecall.stores.postgres.schema import lock_schema, migrate
 from agentrecall.stores.postgres.tables import Connection, Tables
 from agentrecall.stores.postgres.vectors import Vectors
@@ -246,6 +246,51 @@ class PostgresStore(front.StoreFront):
             return set()
         return await self._read(lambda c, t: export.existing_ids(c, t, ids), set())
 
+    async def reindex(
+        self, *, progress: Callable[[int, int], None] | None = None, batch: int = reindex.BATCH
+    ) -> int:
+        """Compute the vectors the store lacks with this store's embedder; return how many.
+
+        Covers the whole store (its name), whatever the view: memories written without an
+        embedder (such as those of ``agentrecall migrate``) get their vector, and if the
+        store's vectors were made by another model (or dimension), they are all deleted first
+        and rebuilt with this one, which the store then records. Runs a batch at a time, each
+        its own transaction, the model out of any transaction: an interrupted reindex keeps
+        what it did, and running it again does the rest. Meanwhile semantic search finds the
+        memories already done.
+
+        Args:
+            progress: called as ``progress(done, total)`` with ``done == 0`` first and after
+                each batch; ``total`` is how many memories lacked a vector at the start.
+            batch: memories per batch (per embedder call and per transaction).
+
+        Raises:
+            InvalidArgumentError: the store is read-only or has no embedder, ``batch`` is not
+                an integer of at least 1, or another process switched the store to another
+                model meanwhile.
+            ServerUnavailableError: the server cannot be reached (retryable).
+        """
+        self._check_writable()
+        model = self._search_settings.require_vectors("reindex", f"store '{self.name}'")
+        front.check_batch(batch)
+        tables = await self._ready()
+        assert tables is not None, "a writable store's tables exist once it is ready"
+        start = functools.partial(reindex.start, schema=self._schema, model=model)
+        total = await self._transaction(start, tables)
+        done = added = after = 0
+        if progress is not None:
+            progress(0, total)
+        while rows := await self._transaction(
+            functools.partial(reindex.pending, after=after, limit=batch), tables
+        ):
+            found = await model.prepare([content for _, content in rows])
+            store = functools.partial(reindex.store, model=model, rows=rows, found=found)
+            added += await self._transaction(store, tables)
+            after, done = rows[-1][0], done + len(rows)
+            if progress is not None:
+                progress(done, max(total, done))
+        return added
+
     # --- the hooks of StoreFront ----------------------------------------------------------
 
     async def _add(
@@ -258,7 +303,7 @@ class PostgresStore(front.StoreFront):
                 check_items(items)
             checked, found = True, await self._prepare([content for content, _ in items])
         new = writes.NewMemories(items, utc_timestamp(), expires_at, checked)
-        return await self._write(writes.add, self._scope, new, found)
+        return await self._write(writes.add, self._scope, new, found, model=found is not None)
 
     async def _add_many(self, batch: front.Items, expires_at: str | None) -> front.AddResults:
         # Each chunk is checked as it is built, in a thread; a bad item still stores nothing
@@ -269,7 +314,8 @@ class PostgresStore(front.StoreFront):
         # Texts that cannot be memories are left to the import's checks, which refuse them.
         texts = [r.content for r in records if isinstance(getattr(r, "content", None), str)]
         found = await self._prepare(texts)
-        return await self._write(imports.import_records, self._scope, records, found)
+        write = imports.import_records
+        return await self._write(write, self._scope, records, found, model=found is not None)
 
     async def _import_versions(self, versions: front.Versions) -> int:
         return await self._write(imports.import_versions, self._scope, versions)
@@ -313,7 +359,10 @@ class PostgresStore(front.StoreFront):
 
     async def _update(self, memory_id: str, change: front.Change) -> MemoryRecord | None:
         found = None if change.content is None else await self._prepare([change.content])
-        return await self._write(writes.update, self._scope, memory_id, change, found)
+        write = writes.update
+        return await self._write(
+            write, self._scope, memory_id, change, found, model=found is not None
+        )
 
     async def _remove(self, ids: front.Ids | None, reason: str | None) -> int:
         return await self._write(writes.remove, self._scope, ids, reason)
@@ -397,11 +446,21 @@ class PostgresStore(front.StoreFront):
             return empty
         return await self._transaction(work, tables)
 
-    async def _write(self, work: Callable[..., Awaitable[T]], *args: Any) -> T:
-        """Run one of :mod:`.writes`' or :mod:`.imports`' transactions."""
+    async def _write(self, work: Callable[..., Awaitable[T]], *args: Any, model: bool = False) -> T:
+        """Run one of :mod:`.writes`' or :mod:`.imports`' transactions.
+
+        With ``model`` (the write stores vectors), the store's vectors must be this embedder's
+        model, checked in the transaction, which a reindex switching model then waits for.
+        """
         tables = await self._ready()
         assert tables is not None, "a writable store's tables exist once it is ready"
-        return await self._transaction(lambda c, t: work(c, t, *args), tables)
+
+        async def run(connection: Connection, tables: Tables) -> T:
+            if model and self._vectors is not None:
+                await vectors.check_model(connection, tables, self._vectors, " FOR SHARE")
+            return await work(connection, tables, *args)
+
+        return await self._transaction(run, tables)
 
     async def _transaction(
         self, work: Callable[[Connection, Tables], Awaitable[T]], tables: Tables

@@ -74,38 +74,105 @@ class Vectors:
 
 
 async def enable(connection: Connection, tables: Tables, vectors: Vectors) -> None:
-    """Record the store's model, and create the extension and the store's index if possible.
+    """Make the store's model this one if it holds no vectors; create the extension and index.
 
-    Runs at setup, under the schema's advisory lock. A server where the extension cannot be
-    created keeps working in keyword mode.
+    Runs at setup, under the schema's advisory lock. A store holding vectors of another model
+    keeps them: writes and searches with this model then raise (:func:`check_model`) until
+    :func:`switch` (a reindex) replaces them. A server where the extension cannot be created
+    keeps working in keyword mode.
+    """
+    held = await _held(connection, tables, " FOR UPDATE")
+    if held != (vectors.model_id, vectors.dimension):
+        cursor = await connection.execute(
+            f"SELECT 1 FROM {tables.schema}.vectors WHERE store = %s LIMIT 1", [tables.store]
+        )
+        if await cursor.fetchone() is not None:
+            return  # the index is the held model's, which a reindex replaces
+        await _record(connection, tables, vectors, held[1])
+    await _index(connection, tables, vectors.dimension)
+
+
+async def switch(connection: Connection, tables: Tables, vectors: Vectors) -> None:
+    """Make the store's model this one, deleting every vector another model made.
+
+    Runs under the schema's advisory lock; the store's row stays locked until the transaction
+    ends, so a write holding vectors of the old model (:func:`check_model`) finishes first.
+    """
+    held = await _held(connection, tables, " FOR UPDATE")
+    if held != (vectors.model_id, vectors.dimension):
+        await connection.execute(
+            f"DELETE FROM {tables.schema}.vectors WHERE store = %s", [tables.store]
+        )
+        await _record(connection, tables, vectors, held[1])
+    await _index(connection, tables, vectors.dimension)
+
+
+async def check_model(connection: Connection, tables: Tables, vectors: Vectors, lock: str) -> None:
+    """Refuse to write or search vectors unless the store's are this model's.
+
+    ``lock`` is ``" FOR SHARE"`` in a write: the store's row then stays as read until the
+    transaction ends, so a concurrent :func:`switch` waits for it.
 
     Raises:
         InvalidArgumentError: the store's vectors were made by another model or dimension.
     """
+    held = await _held(connection, tables, lock)
+    if held[0] is not None and held != (vectors.model_id, vectors.dimension):
+        raise InvalidArgumentError(
+            f"store number {tables.store} holds vectors of model '{held[0]}' (dimension "
+            f"{held[1]}), and this store was given an embedder of model '{vectors.model_id}' "
+            f"(dimension {vectors.dimension}); vectors of two models cannot be compared. Give "
+            f"the store an embedder of model '{held[0]}', or rebuild the vectors with this "
+            "one: await store.reindex()"
+        )
+
+
+async def _held(connection: Connection, tables: Tables, lock: str) -> tuple[Any, Any]:
+    """Return the store's recorded ``(model, dimension)``, ``(None, None)`` before any."""
     cursor = await connection.execute(
-        f"UPDATE {tables.schema}.stores SET model = coalesce(model, %s), "
-        "dimension = coalesce(dimension, %s) WHERE store = %s RETURNING model, dimension",
-        [vectors.model_id, vectors.dimension, tables.store],
+        f"SELECT model, dimension FROM {tables.schema}.stores WHERE store = %s{lock}",
+        [tables.store],
     )
     row = await cursor.fetchone()
-    if row is not None and (row[0], row[1]) != (vectors.model_id, vectors.dimension):
-        raise InvalidArgumentError(
-            f"store number {tables.store} holds vectors of model '{row[0]}' (dimension "
-            f"{row[1]}), and this store was given an embedder of model '{vectors.model_id}' "
-            f"(dimension {vectors.dimension}); vectors of two models cannot be compared"
-        )
+    return (None, None) if row is None else (row[0], row[1])
+
+
+async def _record(connection: Connection, tables: Tables, vectors: Vectors, old: Any) -> None:
+    """Record the store's model, dropping the index of the old dimension (``old``)."""
+    await connection.execute(
+        f"UPDATE {tables.schema}.stores SET model = %s, dimension = %s WHERE store = %s",
+        [vectors.model_id, vectors.dimension, tables.store],
+    )
+    if old is not None and int(old) != vectors.dimension:
+        name = _index_name(tables, int(old))
+        await connection.execute(f"DROP INDEX IF EXISTS {tables.schema}.{name}")
+
+
+async def _index(connection: Connection, tables: Tables, dimension: int) -> None:
+    """Create the extension if possible, and the store's HNSW index for ``dimension``.
+
+    The index holds only vectors of that dimension: deleted vectors of another model that a
+    snapshot may still see are left out rather than failing the cast (an index made before
+    this condition, on the store alone, serves searches as well).
+    """
     if not await _has_extension(connection):
         try:
             async with connection.transaction():
                 await connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
         except (errors.InsufficientPrivilege, errors.UndefinedFile, errors.FeatureNotSupported):
             return
-    dimension = int(vectors.dimension)
+    dimension = int(dimension)
     await connection.execute(
-        f'CREATE INDEX IF NOT EXISTS "vectors_hnsw_{tables.store}_{dimension}" '
+        f"CREATE INDEX IF NOT EXISTS {_index_name(tables, dimension)} "
         f"ON {tables.schema}.vectors USING hnsw ((embedding::vector({dimension})) "
-        f"vector_cosine_ops) WHERE store = {int(tables.store)}"
+        f"vector_cosine_ops) WHERE store = {int(tables.store)} "
+        f"AND cardinality(embedding) = {dimension}"
     )
+
+
+def _index_name(tables: Tables, dimension: int) -> str:
+    """The quoted name (in the store's schema) of its HNSW index for vectors of ``dimension``."""
+    return f'"vectors_hnsw_{int(tables.store)}_{int(dimension)}"'
 
 
 async def store_new(
@@ -136,9 +203,11 @@ async def nearest(
 
     Raises:
         SemanticUnavailableError: the database lacks the pgvector extension.
+        InvalidArgumentError: the store's vectors were made by another model.
     """
     if not await _has_extension(connection):
         raise SemanticUnavailableError(INSTALL)
+    await check_model(connection, tables, vectors, "")
     dimension = int(vectors.dimension)
     cast = f"vector({dimension})"
     await connection.execute(f"SET LOCAL hnsw.ef_search = {EF_SEARCH}")
@@ -147,7 +216,8 @@ async def nearest(
     cursor = await connection.execute(
         f"SELECT m.id, m.content, m.metadata::text, 1 - ({distance}) FROM "
         f"{tables.schema}.vectors AS v JOIN {tables.memories} AS m ON m.seq = v.seq "
-        f"WHERE v.store = %s AND {where} ORDER BY {distance} LIMIT %s",
+        f"WHERE v.store = %s AND cardinality(v.embedding) = {dimension} AND {where} "
+        f"ORDER BY {distance} LIMIT %s",
         [query, tables.store, *params, query, wanted],
     )
     found: list[Any] = await cursor.fetchall()
