@@ -1,4 +1,4 @@
-"""PostgresStore's term counts: every write keeps them exact, concurrent writers and upgrades too."""
+"""PostgresStore's term counts: every write keeps them exact, under concurrency and upgrades."""
 
 from __future__ import annotations
 

@@ -156,7 +156,8 @@ MIGRATIONS: list[str] = [
     );
     INSERT INTO {schema}.term_stats (store, term, shard, memories)
         SELECT m.store, t.term, 0, count(*)
-        FROM {schema}.memories AS m CROSS JOIN LATERAL unnest(tsvector_to_array(m.terms)) AS t (term)
+        FROM {schema}.memories AS m
+        CROSS JOIN LATERAL unnest(tsvector_to_array(m.terms)) AS t (term)
         GROUP BY m.store, t.term;
     ALTER INDEX {schema}.memories_terms SET (gin_pending_list_limit = 256);
     CREATE FUNCTION {schema}.write_shard() RETURNS integer LANGUAGE plpgsql AS $$
