@@ -23,8 +23,13 @@ The tables:
 * ``vectors (seq, store, embedding real[])`` (migration 2): a memory's vector, deleted with
   it; see :mod:`~agentrecall.stores.postgres.vectors`.
 * ``store_stats (store, shard, memories, terms)``: the count and total length of each store's
-  memories, kept by statement triggers in 16 shards (a writer updates the shard of its
-  connection's backend), so concurrent writers rarely wait for one another's counter row.
+  memories, kept by statement triggers in 16 shards, so concurrent writers do not wait for
+  one another's counter row. Since migration 3 a writing transaction takes a shard of its
+  own (``write_shard()``: a try-lock per shard, held until it ends), so no two transactions
+  ever update one counter row at once: no queue, no deadlock, whatever order they write in.
+* ``term_stats (store, term, shard, memories)`` (migration 3): how many of a store's
+  memories hold each term (its document frequency, for BM25), kept by the same triggers in
+  the same shards; a term's count is the sum of its shards.
 """
 
 from __future__ import annotations
@@ -131,6 +136,88 @@ MIGRATIONS: list[str] = [
         store integer NOT NULL,
         embedding real[] NOT NULL
     );
+    """,
+    # How many memories hold each term, for BM25, so a search reads a few rows instead of
+    # counting posting lists. Kept by the same statement triggers as store_stats, in shards
+    # that each belong to one writing transaction at a time (an advisory lock per shard,
+    # taken with a try-lock at the transaction's first write): concurrent writers never
+    # wait on one another's counter rows, so they can neither queue nor deadlock on them.
+    # store_stats moves to the same shards. The counts of existing memories go into shard 0.
+    # A smaller GIN pending list: every search scans all of it for each term (at the default
+    # 4 MB that was 455 pages, 1.3 ms a term, after a bulk import); 256 kB measured the same
+    # import speed and searches 1.5x as fast at 100,000 memories.
+    """
+    CREATE TABLE {schema}.term_stats (
+        store integer NOT NULL,
+        term text COLLATE "C" NOT NULL,
+        shard integer NOT NULL,
+        memories bigint NOT NULL,
+        PRIMARY KEY (store, term, shard)
+    );
+    INSERT INTO {schema}.term_stats (store, term, shard, memories)
+        SELECT m.store, t.term, 0, count(*)
+        FROM {schema}.memories AS m
+        CROSS JOIN LATERAL unnest(tsvector_to_array(m.terms)) AS t (term)
+        GROUP BY m.store, t.term;
+    ALTER INDEX {schema}.memories_terms SET (gin_pending_list_limit = 256);
+    CREATE FUNCTION {schema}.write_shard() RETURNS integer LANGUAGE plpgsql AS $$
+    DECLARE
+        held text := current_setting('agentrecall.write_shard', true);
+        first integer := pg_backend_pid() % 16;
+    BEGIN
+        IF held IS NOT NULL AND held <> '' THEN
+            RETURN held::integer;
+        END IF;
+        -- The lowest free shard: a term has as many rows as writers ever wrote it at once.
+        FOR candidate IN 0..15 LOOP
+            IF pg_try_advisory_xact_lock(hashtext('agentrecall:write_shard'), candidate) THEN
+                PERFORM set_config('agentrecall.write_shard', candidate::text, true);
+                RETURN candidate;
+            END IF;
+        END LOOP;
+        -- More than 16 writing transactions at once: wait for this backend's own shard.
+        PERFORM pg_advisory_xact_lock(hashtext('agentrecall:write_shard'), first);
+        PERFORM set_config('agentrecall.write_shard', first::text, true);
+        RETURN first;
+    END $$;
+    CREATE FUNCTION {schema}.count_changes(integer, integer[], integer[], tsvector[], integer[])
+        RETURNS void LANGUAGE sql AS $$
+        WITH changes AS (
+            SELECT * FROM unnest($2, $3, $4, $5) AS c (store, sign, terms, length)
+        ),
+        counted AS (
+            INSERT INTO {schema}.store_stats AS s (store, shard, memories, terms)
+            SELECT store, $1, sum(sign), sum(sign * length) FROM changes GROUP BY store
+            HAVING sum(sign) <> 0 OR sum(sign * length) <> 0
+            ON CONFLICT (store, shard) DO UPDATE
+            SET memories = s.memories + excluded.memories, terms = s.terms + excluded.terms
+        )
+        INSERT INTO {schema}.term_stats AS s (store, term, shard, memories)
+        SELECT c.store, t.term COLLATE "C", $1, sum(c.sign)
+        FROM changes AS c CROSS JOIN LATERAL unnest(tsvector_to_array(c.terms)) AS t (term)
+        GROUP BY 1, 2 HAVING sum(c.sign) <> 0 ORDER BY 1, 2
+        ON CONFLICT (store, term, shard) DO UPDATE SET memories = s.memories + excluded.memories
+    $$;
+    CREATE OR REPLACE FUNCTION {schema}.count_memories() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+        chosen integer := {schema}.write_shard();
+    BEGIN
+        -- An operation's statement may name only the transition tables it has.
+        IF TG_OP = 'INSERT' THEN
+            PERFORM {schema}.count_changes(chosen, array_agg(store), array_agg(1),
+                array_agg(terms), array_agg(length)) FROM new_rows;
+        ELSIF TG_OP = 'DELETE' THEN
+            PERFORM {schema}.count_changes(chosen, array_agg(store), array_agg(-1),
+                array_agg(terms), array_agg(length)) FROM old_rows;
+        ELSE
+            PERFORM {schema}.count_changes(chosen, array_agg(store), array_agg(sign),
+                array_agg(terms), array_agg(length)) FROM (
+                SELECT store, 1 AS sign, terms, length FROM new_rows
+                UNION ALL SELECT store, -1, terms, length FROM old_rows
+            ) AS c;
+        END IF;
+        RETURN NULL;
+    END $$;
     """,
 ]
 

@@ -1,14 +1,16 @@
 """Keyword search in ``PostgresStore``: the GIN index picks candidates, shared BM25 ranks them.
 
-The plan is the one every backend uses (:func:`agentrecall.retrieval.plan.plan_terms`): each
-term's document frequency is counted from its newest ``PROBE_POSTINGS`` postings (estimated
-beyond, as SQLite does), rare terms give all their postings, a common one only its newest or
-none; the memories with the highest summed term weights are the candidates, and exact BM25
-over their text (:func:`agentrecall.retrieval.bm25.rerank`) ranks them. The search's
-conditions (scope, expiry, filter, time bounds) apply inside each term's part, before its
-newest-postings limit, so a small scope in a large store still gets its own candidates.
-Term statistics (memories, average length, frequencies) are the whole store's, over every
-scope, as in SQLite.
+The plan is the one every backend uses (:func:`agentrecall.retrieval.plan.plan_terms`) over
+each term's exact document frequency, read from ``term_stats`` (a few rows per term, kept
+by the writes' triggers in the same transaction; :mod:`~agentrecall.stores.postgres.schema`):
+rare terms give all their postings, a common one only its newest or none; the memories with
+the highest summed term weights are the candidates, and exact BM25 over their text
+(:func:`agentrecall.retrieval.bm25.rerank`) ranks them. The search's conditions (scope,
+expiry, filter, time bounds) apply inside each term's part, before its newest-postings limit,
+so a small scope in a large store still gets its own candidates. Term statistics (memories,
+average length, frequencies) are the whole store's, over every scope, as in SQLite; where
+SQLite estimates the frequency of a term held by more than ``PROBE_POSTINGS`` memories, this
+count is exact, so the two agree below that and may differ slightly above it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentrecall.retrieval.bm25 import rerank
-from agentrecall.retrieval.plan import CANDIDATES, PROBE_POSTINGS, estimate_df, plan_terms
+from agentrecall.retrieval.plan import CANDIDATES, plan_terms
 from agentrecall.stores.postgres.rows import tsquery
 from agentrecall.stores.postgres.tables import Connection, Params, Tables
 
@@ -43,11 +45,9 @@ async def keyword(
     ``terms`` maps the query's words to their terms, as
     :func:`~agentrecall.retrieval.bm25.query_terms` gives them.
     """
-    total, length, first, last = await _statistics(connection, tables)
+    total, length, df = await _statistics(connection, tables, sorted(set(terms.values())))
     if not total:
         return []
-    distinct = sorted(set(terms.values()))
-    df = await _frequencies(connection, tables, distinct, first, last)
     plans = plan_terms(df, total, POSTINGS_BUDGET)
     members: list[str] = []
     values: list[object] = []
@@ -76,36 +76,20 @@ async def keyword(
     return rerank(weights, rows, _text, _seq, length / total, limit)
 
 
-async def _statistics(connection: Connection, tables: Tables) -> tuple[int, int, int, int]:
-    """Return the store's memories, their total terms, and its lowest and highest row numbers."""
+async def _statistics(
+    connection: Connection, tables: Tables, terms: list[str]
+) -> tuple[int, int, dict[str, int]]:
+    """Return the store's memories, their total terms, and how many of them hold each term."""
     cursor = await connection.execute(
-        f"SELECT (SELECT coalesce(sum(memories), 0) FROM {tables.schema}.store_stats "
-        "WHERE store = %s), "
-        f"(SELECT coalesce(sum(terms), 0) FROM {tables.schema}.store_stats WHERE store = %s), "
-        f"(SELECT min(seq) FROM {tables.memories} WHERE store = %s), "
-        f"(SELECT max(seq) FROM {tables.memories} WHERE store = %s)",
-        [tables.store] * 4,
+        "SELECT NULL, sum(memories), sum(terms) "
+        f"FROM {tables.schema}.store_stats WHERE store = %s "
+        "UNION ALL SELECT term, sum(memories), NULL "
+        f"FROM {tables.schema}.term_stats WHERE store = %s AND term = ANY(%s) GROUP BY term",
+        [tables.store, tables.store, terms],
     )
-    row = await cursor.fetchone()
-    assert row is not None
-    return int(row[0]), int(row[1]), int(row[2] or 0), int(row[3] or 0)
-
-
-async def _frequencies(
-    connection: Connection, tables: Tables, terms: list[str], first: int, last: int
-) -> dict[str, int]:
-    """Return how many of the store's memories hold each term (estimated when many do)."""
-    cursor = await connection.execute(
-        "SELECT t.term, p.n, p.low FROM unnest(%s::text[], %s::tsquery[]) AS t (term, q) "
-        "CROSS JOIN LATERAL (SELECT count(*) AS n, min(seq) AS low FROM ("
-        f"SELECT seq FROM {tables.memories} WHERE store = %s AND terms @@ t.q "
-        f"ORDER BY seq DESC LIMIT {PROBE_POSTINGS}) AS newest) AS p",
-        [terms, [tsquery([term]) for term in terms], tables.store],
-    )
-    return {
-        term: estimate_df(int(newest), lowest, first, last)
-        for term, newest, lowest in await cursor.fetchall()
-    }
+    rows = await cursor.fetchall()
+    total, length = next((int(n or 0), int(t or 0)) for term, n, t in rows if term is None)
+    return total, length, {term: int(n) for term, n, _ in rows if term is not None}
 
 
 def _text(row: Any) -> str:
