@@ -13,7 +13,7 @@ writes ``benchmarks/results/postgres-recall.md``.
    divides by the log of the length), and ``PostgresStore`` semantic and hybrid with
    ``LocalEmbedder`` when its model is installed.
 2. HNSW against exact search: :data:`VECTORS` synthetic 384-dimensional unit vectors (a
-   32-dimensional latent space mapped linearly, plus noise, as in ``../shared`` INFRA §5),
+   32-dimensional latent space mapped linearly, plus noise, so that neighbours are not uniform),
    stored through ``add_many``; :data:`QUERIES` perturbed data points searched in semantic
    mode (the HNSW index, ``ef_search`` as the store sets it) and ranked exactly with numpy;
    recall@10 is the share of the exact top 10 the store returned.
