@@ -210,12 +210,13 @@ async def test_without_pgvector_keyword_works_and_semantic_names_the_extension(
 
 
 @pytest.mark.asyncio
-async def test_search_modes_refuse_conversation_mode_clearly(postgres_dsn: str) -> None:
-    with pytest.raises(InvalidArgumentError, match="conversation mode"):
-        PostgresStore(postgres_dsn, neighbours=True)
+async def test_search_modes_check_their_options_clearly(postgres_dsn: str) -> None:
+    with pytest.raises(InvalidArgumentError, match="neighbours must be True or False"):
+        PostgresStore(postgres_dsn, neighbours="yes")  # type: ignore[arg-type]
     store = PostgresStore(postgres_dsn)
-    with pytest.raises(InvalidArgumentError, match="conversation mode"):
-        await store.search("anything", {"neighbours": True})
+    with pytest.raises(InvalidArgumentError, match="'neighbours' must be True or False"):
+        await store.search("anything", {"neighbours": "yes"})  # type: ignore[typeddict-item]
+    assert await store.search("anything", {"neighbours": True}) == []
     with pytest.raises(InvalidArgumentError, match="embedder"):
         await store.search("anything", {"mode": "semantic"})
     await store.aclose()

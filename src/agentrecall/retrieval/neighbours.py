@@ -9,7 +9,8 @@ functions over scored keys, so any backend can use them:
   between consecutive ones;
 * :func:`smooth` adds to a memory's score :data:`NEIGHBOUR_WEIGHT` times its best neighbour's;
 * :func:`expand` takes the best :data:`ANCHOR_SHARE` of the results by smoothed score and fills
-  the rest with their neighbours, then with the next best.
+  the rest with their neighbours, then with the next best;
+* :func:`conversation_ranking` puts the three together over what a backend's storage found.
 
 The three settings were chosen by leave-one-conversation-out cross-validation on the LoCoMo dev
 file (``benchmarks/tune_neighbours.py``): weight 0.3, two memories on each side, anchors 70% of
@@ -150,3 +151,29 @@ def expand(
             break
         chosen.setdefault(key)
     return list(chosen)
+
+
+def conversation_ranking(
+    scores: Mapping[K, float], rows: Sequence[tuple[int, K, Hashable]], limit: int
+) -> list[tuple[K, float]]:
+    """Return up to ``limit`` ``(key, score)`` of a search in conversation mode, best first.
+
+    Every backend's conversation mode is this function over what its storage finds.
+
+    Args:
+        scores: the keys found and their scores, best first (normalised if a single ranking
+            produced them, as :func:`agentrecall.stores.hybrid.rank` does).
+        rows: ``(position, key, session)`` of the memories around the keys found that meet
+            the search's conditions, as :func:`adjacent` takes them; it must hold every such
+            memory within ``WINDOW * REACH`` positions of each key found.
+        limit: how many keys to return.
+
+    The found keys are ordered by their score after :func:`smooth`, :func:`expand` picks the
+    results (so memories found only as neighbours come in as neighbours of the best ones),
+    and they are returned by that smoothed score.
+    """
+    neighbours = adjacent(rows)
+    smoothed = smooth(scores, neighbours)
+    order = sorted(scores, key=lambda key: -smoothed[key])
+    chosen = expand(order, neighbours, limit)
+    return sorted(((key, smoothed[key]) for key in chosen), key=lambda item: -item[1])

@@ -28,6 +28,7 @@ from agentrecall.stores.base import DEFAULT_PAGE, Capability
 from agentrecall.stores.hybrid import Hit, entries, keyword_hit, merged, pool_size, rank
 from agentrecall.stores.modes import SearchSettings
 from agentrecall.stores.postgres import export, imports, reads, reindex, search, vectors, writes
+from agentrecall.stores.postgres.neighbours import with_neighbours
 from agentrecall.stores.postgres.schema import lock_schema, migrate
 from agentrecall.stores.postgres.tables import Connection, Tables
 from agentrecall.stores.postgres.vectors import Vectors
@@ -44,11 +45,6 @@ RETRIES = 5
 (concurrent batches holding one another's contents); each attempt is the whole transaction."""
 
 _RETRYABLE = frozenset({"40P01", "40001"})
-
-NO_NEIGHBOURS = (
-    "PostgresStore does not support conversation mode (neighbours) yet; search without it, "
-    "or use SQLiteStore for it"
-)
 
 
 class _Shared:
@@ -94,6 +90,10 @@ class PostgresStore(front.StoreFront):
       the store; hybrid search fuses both rankings as ``SQLiteStore`` does. On a server
       without pgvector, keyword search works and semantic search raises a
       :class:`~agentrecall.errors.StorageError` naming the extension.
+    * Conversation mode (``neighbours``) gives the results of ``SQLiteStore`` on the same
+      memories: the turns around each hit, in insertion order and of the same session, are
+      read in one statement per search and ranked by the shared
+      :mod:`agentrecall.retrieval.neighbours`.
     * Filters, time bounds, scopes, expiry and history behave as in ``SQLiteStore``: the
       conformance suite of :mod:`agentrecall.testing` runs unchanged on both.
     * A server that cannot be reached raises
@@ -102,8 +102,8 @@ class PostgresStore(front.StoreFront):
       before lending it, so once the server is back the next call succeeds.
 
     Limits: content and metadata cannot hold U+0000 (PostgreSQL text cannot); an integer in
-    metadata beyond 64 bits compares exactly in filters (SQLite compares it as a float);
-    conversation mode (``neighbours``) is not supported yet. See ``docs/postgres.md``.
+    metadata beyond 64 bits compares exactly in filters (SQLite compares it as a float). See
+    ``docs/postgres.md``.
     """
 
     capabilities: frozenset[Capability] = frozenset(Capability) - {Capability.SEMANTIC}
@@ -146,7 +146,10 @@ class PostgresStore(front.StoreFront):
                 ``numpy`` (the ``embeddings`` extra).
             search_mode: the mode of a search whose options name none: ``"keyword"``,
                 ``"semantic"`` or ``"hybrid"``; default ``"hybrid"`` with an embedder.
-            neighbours: must be ``False``: conversation mode is not supported yet.
+            neighbours: conversation mode by default, for stores whose memories are the
+                consecutive turns of dialogues: a memory's neighbours in its session help its
+                score, and the best hits' neighbours fill the rest of the results (as in
+                ``SQLiteStore``; a search's options may turn it on or off).
             session_key: the metadata key naming a memory's session in conversation mode.
             pool_size: the most connections the store (and its views) opens at once.
             connect_timeout: seconds to wait for the server before raising.
@@ -176,8 +179,6 @@ class PostgresStore(front.StoreFront):
         self._search_settings = SearchSettings.configure(
             self._vectors, search_mode, neighbours, session_key, "PostgresStore"
         )
-        if self._search_settings.neighbours:
-            raise InvalidArgumentError(NO_NEIGHBOURS)
 
     @property
     def address(self) -> ServerAddress:
@@ -321,8 +322,6 @@ class PostgresStore(front.StoreFront):
         return await self._write(imports.import_versions, self._scope, versions)
 
     async def _search(self, call: front.SearchCall) -> front.Entries:
-        if call.neighbours:
-            raise InvalidArgumentError(NO_NEIGHBOURS)
         terms = query_terms(call.query)
         if call.mode == "keyword" and not terms or not call.query.strip():
             return []
@@ -330,14 +329,16 @@ class PostgresStore(front.StoreFront):
         if self._vectors is not None and call.mode != "keyword":
             vector = await self._vectors.query(call.query)
         conditions, mode, limit = call.conditions, call.mode, call.limit
-        pool = pool_size(mode, False, limit)
+        conversation = call.neighbours
+        pool = pool_size(mode, conversation, limit)
+        session_key = self._search_settings.session_key
 
         async def read(connection: Connection, tables: Tables) -> front.Entries:
             where, params = tables.where(conditions, utc_timestamp())
-            if mode == "keyword":
+            if mode == "keyword" and not conversation:
                 return hits(await search.keyword(connection, tables, terms, limit, where, params))
             keyword: list[Hit] = []
-            if mode == "hybrid" and terms:
+            if mode != "semantic" and terms:
                 found = await search.keyword(connection, tables, terms, pool, where, params)
                 keyword = [keyword_hit(entry) for entry in hits(found)]
             semantic: list[Hit] = []
@@ -345,8 +346,13 @@ class PostgresStore(front.StoreFront):
                 semantic = await vectors.nearest(
                     connection, tables, self._vectors, vector, where, params, pool
                 )
-            ranked = rank(mode, False, keyword, semantic)
-            return entries(merged(keyword, semantic), ranked[:limit], mode)
+            ranked = rank(mode, conversation, keyword, semantic)
+            found_hits = merged(keyword, semantic)
+            if conversation:
+                ranked = await with_neighbours(
+                    connection, tables, ranked, found_hits, (where, params), session_key, limit
+                )
+            return entries(found_hits, ranked[:limit], mode)
 
         return await self._read(read, [])
 
