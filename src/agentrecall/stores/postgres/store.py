@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import functools
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import timedelta
@@ -29,6 +30,7 @@ from agentrecall.stores.hybrid import Hit, entries, keyword_hit, merged, pool_si
 from agentrecall.stores.modes import SearchSettings
 from agentrecall.stores.postgres import export, imports, reads, reindex, search, vectors, writes
 from agentrecall.stores.postgres.neighbours import with_neighbours
+from agentrecall.stores.postgres.replica import Replica
 from agentrecall.stores.postgres.schema import lock_schema, migrate
 from agentrecall.stores.postgres.tables import Connection, Tables
 from agentrecall.stores.postgres.vectors import Vectors
@@ -48,10 +50,11 @@ _RETRYABLE = frozenset({"40P01", "40001"})
 
 
 class _Shared:
-    """What a store and its scope views share: the pool, and the store's tables once known."""
+    """What a store and its views share: the pools, and the store's tables once known."""
 
-    def __init__(self, pool: AsyncPostgresPool) -> None:
+    def __init__(self, pool: AsyncPostgresPool, replica: Replica | None) -> None:
         self.pool = pool
+        self.replica = replica
         self.tables: Tables | None = None
         self.lock: asyncio.Lock | None = None
 
@@ -96,6 +99,13 @@ class PostgresStore(front.StoreFront):
       :mod:`agentrecall.retrieval.neighbours`.
     * Filters, time bounds, scopes, expiry and history behave as in ``SQLiteStore``: the
       conformance suite of :mod:`agentrecall.testing` runs unchanged on both.
+    * With ``read_dsn``, searches and plain reads (``search``, ``get``, ``list``, ``count``,
+      ``history``, ``versions``) go to a read replica, everything else to the primary
+      (``dsn``): writes, setup and migrations, ``reindex``, ``snapshot`` and the id checks of
+      imports. A store always sees its own writes: a read the replica has not caught up with
+      (by WAL position, see :mod:`.replica`) runs on the primary. Writes of other clients
+      appear once the replica has replayed them; :meth:`on_primary` gives a view that reads
+      the primary only.
     * A server that cannot be reached raises
       :class:`~agentrecall.errors.ServerUnavailableError` (retryable) naming the host and the
       database, after at most ``connect_timeout`` seconds; the pool checks a connection
@@ -126,6 +136,7 @@ class PostgresStore(front.StoreFront):
         session_key: str = "session",
         pool_size: int = 10,
         connect_timeout: float = 10.0,
+        read_dsn: str | None = None,
     ) -> None:
         """Configure the store; nothing is connected or created until the first call.
 
@@ -151,8 +162,15 @@ class PostgresStore(front.StoreFront):
                 score, and the best hits' neighbours fill the rest of the results (as in
                 ``SQLiteStore``; a search's options may turn it on or off).
             session_key: the metadata key naming a memory's session in conversation mode.
-            pool_size: the most connections the store (and its views) opens at once.
-            connect_timeout: seconds to wait for the server before raising.
+            pool_size: the most connections the store (and its views) opens at once, to the
+                primary, and as many again to the replica with ``read_dsn``.
+            connect_timeout: seconds to wait for the server (or the replica) before raising.
+            read_dsn: the connection string of a read replica (a streaming standby of the
+                primary, or a pooler or load balancer in front of several) to send searches
+                and plain reads to; ``None`` reads from the primary. A replica that cannot
+                be reached fails those reads with ``ServerUnavailableError`` naming it; a
+                libpq host list with ``target_session_attrs=prefer-standby`` falls back to
+                another host instead.
 
         Raises:
             InvalidArgumentError: an argument has an unusable value (also a ``ValueError``).
@@ -170,7 +188,20 @@ class PostgresStore(front.StoreFront):
         pool = AsyncPostgresPool(
             dsn, what=f"memory store '{name}'", min_size=1, max_size=pool_size, options=options
         )
-        self._shared = _Shared(pool)
+        replica = None
+        if read_dsn is not None:
+            parse_dsn(read_dsn, "read_dsn")
+            replica = Replica(
+                AsyncPostgresPool(
+                    read_dsn,
+                    what=f"memory store '{name}' (read replica)",
+                    min_size=1,
+                    max_size=pool_size,
+                    options=options,
+                )
+            )
+        self._shared = _Shared(pool, replica)
+        self._primary_reads = replica is None
         self._vectors: Vectors | None = None
         if embedder is not None:
             checked = store_embedder(embedder, "a PostgresStore with an embedder")
@@ -184,6 +215,12 @@ class PostgresStore(front.StoreFront):
     def address(self) -> ServerAddress:
         """Where the store's database is (host, port, database, user), never the password."""
         return self._address
+
+    @property
+    def read_address(self) -> ServerAddress | None:
+        """Where the read replica is (``None``: the store reads from the primary)."""
+        replica = self._shared.replica
+        return None if replica is None else replica.pool.address
 
     @property
     def schema(self) -> str:
@@ -203,12 +240,26 @@ class PostgresStore(front.StoreFront):
         self._check_writable()
         await self._ready()
 
+    def on_primary(self) -> PostgresStore:
+        """Return a view of this store whose reads all go to the primary, never the replica.
+
+        For reads that must see what other clients have just written (a write on another
+        machine, then a message to this one); the view shares this store's scope, settings
+        and connections, and so do its own scope views. Without ``read_dsn`` it is a plain
+        copy.
+        """
+        view = copy.copy(self)
+        view._primary_reads = True
+        return view
+
     async def aclose(self) -> None:
         """Close the store's connections, shared with its scope views (reopened on next use).
 
         Closing twice is harmless.
         """
         await self._shared.pool.close()
+        if self._shared.replica is not None:
+            await self._shared.replica.pool.close()
 
     async def snapshot(self, sink: SnapshotSink, *, batch: int = DEFAULT_PAGE) -> None:
         """Hand ``sink`` this scope's memories and history as one consistent state of the store.
@@ -245,7 +296,9 @@ class PostgresStore(front.StoreFront):
         ids = list(dict.fromkeys(check_ids(memory_ids)))
         if not ids:
             return set()
-        return await self._read(lambda c, t: export.existing_ids(c, t, ids), set())
+        # On the primary: an import must not take an id the replica has not seen yet.
+        read = functools.partial(export.existing_ids, ids=ids)
+        return await self._read(read, set(), primary=True)
 
     async def reindex(
         self, *, progress: Callable[[int, int], None] | None = None, batch: int = reindex.BATCH
@@ -414,6 +467,8 @@ class PostgresStore(front.StoreFront):
             if shared.tables is None:
                 async with shared.pool.connection() as connection:
                     number = await self._register(connection)
+                    if self.writable and shared.replica is not None:
+                        await shared.replica.record(connection)
                 if number is not None:
                     shared.tables = Tables.of(self._schema, number)
         return shared.tables
@@ -445,12 +500,27 @@ class PostgresStore(front.StoreFront):
                 await vectors.enable(connection, Tables.of(self._schema, found[0]), self._vectors)
             return int(found[0])
 
-    async def _read(self, work: Callable[[Connection, Tables], Awaitable[T]], empty: T) -> T:
-        """Run a read in one transaction; ``empty`` is its answer while no tables exist."""
+    async def _read(
+        self,
+        work: Callable[[Connection, Tables], Awaitable[T]],
+        empty: T,
+        *,
+        primary: bool = False,
+    ) -> T:
+        """Run a read in one transaction; ``empty`` is its answer while no tables exist.
+
+        With a replica, and unless ``primary``, the read runs there if it has replayed this
+        store's writes, else on the primary.
+        """
         tables = await self._ready()
         if tables is None:
             return empty
-        return await self._transaction(work, tables)
+        replica = self._shared.replica
+        if replica is not None and not (primary or self._primary_reads):
+            answer = await self._on_replica(work, tables, replica)
+            if answer:
+                return answer[0]
+        return await self._transaction(work, tables, read=True)
 
     async def _write(self, work: Callable[..., Awaitable[T]], *args: Any, model: bool = False) -> T:
         """Run one of :mod:`.writes`' or :mod:`.imports`' transactions.
@@ -469,18 +539,54 @@ class PostgresStore(front.StoreFront):
         return await self._transaction(run, tables)
 
     async def _transaction(
-        self, work: Callable[[Connection, Tables], Awaitable[T]], tables: Tables
+        self,
+        work: Callable[[Connection, Tables], Awaitable[T]],
+        tables: Tables,
+        *,
+        read: bool = False,
     ) -> T:
-        for attempt in range(RETRIES):
-            try:
-                async with self._shared.pool.connection() as connection:
-                    async with connection.transaction():
-                        return await work(connection, tables)
-            except StorageError as error:
-                state = getattr(error.__cause__, "sqlstate", None)
-                if state not in _RETRYABLE or attempt == RETRIES - 1:
-                    raise
-        raise AssertionError("unreachable: the last attempt returns or raises")
+        """Run ``work`` in one transaction on the primary; after a write, note its position."""
+        replica = None if read else self._shared.replica
+
+        async def attempt() -> T:
+            async with self._shared.pool.connection() as connection:
+                async with connection.transaction():
+                    found = await work(connection, tables)
+                if replica is not None:
+                    await replica.record(connection)
+                return found
+
+        return await _retried(attempt)
+
+    async def _on_replica(
+        self, work: Callable[[Connection, Tables], Awaitable[T]], tables: Tables, replica: Replica
+    ) -> list[T]:
+        """Run the read ``work`` on the replica: ``[answer]``, or ``[]`` if it is behind."""
+
+        async def attempt() -> list[T]:
+            async with replica.pool.connection() as connection:
+                async with connection.transaction():
+                    if not await replica.serves(connection):
+                        return []
+                    return [await work(connection, tables)]
+
+        return await _retried(attempt)
+
+
+async def _retried(attempt: Callable[[], Awaitable[T]]) -> T:
+    """Return what ``attempt`` returns, run up to :data:`RETRIES` times.
+
+    It runs again after a deadlock or a serialization failure, which on a replica is also a
+    query cancelled by a conflict with the replay of the primary's writes.
+    """
+    for number in range(RETRIES):
+        try:
+            return await attempt()
+        except StorageError as error:
+            state = getattr(error.__cause__, "sqlstate", None)
+            if state not in _RETRYABLE or number == RETRIES - 1:
+                raise
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 async def _exists(connection: Connection, schema: str) -> bool:
