@@ -43,7 +43,6 @@ def shown(hits: list[MemoryEntry]) -> list[tuple[str, float]]:
     return [(hit.content, round(float((hit.metadata or {})["_relevanceScore"]), 9)) for hit in hits]
 
 
-
 def dialogue(rng: random.Random, user: str, session: int, turns: int) -> list[tuple[str, Any]]:
     """``turns`` turns of one session of ``user``, each with distinct words."""
     items = []
@@ -81,13 +80,7 @@ async def build(store: Any, other: PostgresStore | None, *, deletes: bool) -> No
             del pending[key]
         results = await users[key[0]].add_many(chunk)
         written += [result.id for result in results]
-        if rng.random() < 0.3:
-            await users[key[0]].add(f"a note about {rng.choice(WORDS)} {rng.random():.6f}")
-        if rng.random() < 0.2:
-            await users[key[0]].add(chunk[0][0], chunk[0][1])  # held already: dedup
-        if rng.random() < 0.15 and deletes:
-            await users[key[0]].add(f"short-lived {rng.choice(WORDS)} {key}", ttl=0.001)
-            await asyncio.sleep(0.005)  # so that the next write purges it, in both backends
+        await between(users[key[0]], rng, chunk, deletes)
         if other is not None:
             await other.add(f"another store's {key} {len(written)}")
     if deletes:
@@ -99,6 +92,17 @@ async def build(store: Any, other: PostgresStore | None, *, deletes: bool) -> No
         for turn in dialogue(rng, "bo", 3, 3):
             await users["bo"].add(*turn, ttl=0.001)
     await asyncio.sleep(0.01)
+
+
+async def between(view: Any, rng: random.Random, chunk: list[Any], expiry: bool) -> None:
+    """Maybe a note of no session, a repeated content, a memory that expires and is purged."""
+    if rng.random() < 0.3:
+        await view.add(f"a note about {rng.choice(WORDS)} {rng.random():.6f}")
+    if rng.random() < 0.2:
+        await view.add(chunk[0][0], chunk[0][1])  # held already: dedup
+    if rng.random() < 0.15 and expiry:
+        await view.add(f"short-lived {rng.choice(WORDS)} {rng.random():.6f}", ttl=0.001)
+        await asyncio.sleep(0.005)  # so that the next write purges it, in both backends
 
 
 async def searches(store: Any, mode: str) -> list[list[tuple[str, float]]]:

@@ -10,7 +10,7 @@ import asyncio
 import itertools
 import os
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 
 import psycopg
@@ -21,7 +21,7 @@ from agentrecall import PostgresStore
 from agentrecall.errors import InvalidArgumentError, ServerUnavailableError, StorageError
 from agentrecall.testing import HashEmbedder
 from agentrecall.testing.postgres import TemporaryPostgres
-from agentrecall.types import MemoryRecord
+from agentrecall.types import MemoryEntry, MemoryRecord
 
 Pair = tuple[TemporaryPostgres, TemporaryPostgres]
 
@@ -96,8 +96,8 @@ async def replay_paused(standby: TemporaryPostgres) -> AsyncIterator[None]:
             connection.execute("SELECT pg_wal_replay_resume()")
 
 
-def contents(hits: list[MemoryRecord] | list[object]) -> list[str]:
-    return [getattr(hit, "content") for hit in hits]
+def contents(hits: Sequence[MemoryRecord | MemoryEntry]) -> list[str]:
+    return [hit.content for hit in hits]
 
 
 @pytest.mark.asyncio
