@@ -9,13 +9,15 @@ session (the JSON value of the session key) and whether it meets the search's co
 (scope, expiry, filter, time bounds). A second statement reads the memories brought in only as
 neighbours, again under the conditions.
 
+Consecutive memories of a window are one position apart; between memories that no window
+holds together the gap is wider than ``REACH``, so no run of neighbours crosses it (and no
+memory of one window could be a neighbour of a found memory of another, wherever they lie).
 Positions count the store's memories, every scope's, whatever the conditions: a memory of
 another session, scope or filter between two turns counts as it does in ``SQLiteStore``, whose
 row numbers are its file's. They do not count other stores' rows of the schema, values of the
 shared identity that an add of a content already held consumed, or deleted memories, which
 the identity skips; ``SQLiteStore`` counts the gaps deleted memories leave (see
-``docs/postgres.md``). Windows that share no memory are kept out of reach of each other: no
-memory of one can be a neighbour of a found memory of the other, wherever they lie.
+``docs/postgres.md``).
 """
 
 from __future__ import annotations
@@ -77,47 +79,28 @@ async def _around(
     """
     where, params = conditions
     memories, store = tables.memories, tables.store
-    # row_number() runs over each side's LIMIT, not over the store.
+    # Each window is consecutive memories of the store, so the next seq in a window is the
+    # memory after it; windows that hold a memory agree on its next one (max() keeps it).
     cursor = await connection.execute(
-        f"WITH hit AS (SELECT seq FROM {memories} WHERE store = %s AND id = ANY(%s)) "
-        "SELECT n.anchor, n.step, m.seq, m.id, m.scope, (m.metadata -> %s)::text, "
-        f"({where}) FROM (SELECT h.seq AS anchor, w.seq, w.step FROM hit AS h "
-        "CROSS JOIN LATERAL ("
-        "SELECT b.seq, -row_number() OVER (ORDER BY b.seq DESC) AS step FROM ("
-        f"SELECT seq FROM {memories} WHERE store = %s AND seq < h.seq "
-        "ORDER BY seq DESC LIMIT %s) AS b "
-        "UNION ALL SELECT h.seq, 0 UNION ALL "
-        "SELECT a.seq, row_number() OVER (ORDER BY a.seq) FROM ("
-        f"SELECT seq FROM {memories} WHERE store = %s AND seq > h.seq "
-        "ORDER BY seq LIMIT %s) AS a) AS w) AS n "
-        f"JOIN {memories} AS m ON m.seq = n.seq",
-        [store, ids, session_key, *params, store, SPAN, store, SPAN],
+        f"WITH hit AS (SELECT seq FROM {memories} WHERE store = %s AND id = ANY(%s)), "
+        "near AS (SELECT h.seq AS anchor, w.seq FROM hit AS h CROSS JOIN LATERAL ("
+        f"(SELECT seq FROM {memories} WHERE store = %s AND seq < h.seq "
+        "ORDER BY seq DESC LIMIT %s) UNION ALL SELECT h.seq UNION ALL "
+        f"(SELECT seq FROM {memories} WHERE store = %s AND seq > h.seq "
+        "ORDER BY seq LIMIT %s)) AS w), "
+        "linked AS (SELECT seq, max(following) AS following FROM (SELECT seq, "
+        "lead(seq) OVER (PARTITION BY anchor ORDER BY seq) AS following FROM near) AS l "
+        "GROUP BY seq) "
+        "SELECT l.seq, l.following, m.id, m.scope, (m.metadata -> %s)::text, "
+        f"({where}) FROM linked AS l JOIN {memories} AS m ON m.seq = l.seq ORDER BY l.seq",
+        [store, ids, store, SPAN, store, SPAN, session_key, *params],
     )
     found: list[Any] = await cursor.fetchall()
-    windows: dict[int, list[tuple[int, int]]] = {}
-    rows: dict[int, tuple[str, Hashable]] = {}
-    for anchor, step, seq, memory_id, scope, session, meets in found:
-        windows.setdefault(anchor, []).append((step, seq))
+    rows: list[tuple[int, str, Hashable]] = []
+    position, last = 0, None
+    for seq, following, memory_id, scope, session, meets in found:
+        position += 1 if last == seq else REACH + 1
+        last = following
         if meets:
-            rows[seq] = (memory_id, None if session is None else (scope, session))
-    positions = _positions(windows)
-    return [(positions[seq], memory_id, session) for seq, (memory_id, session) in rows.items()]
-
-
-def _positions(windows: dict[int, list[tuple[int, int]]]) -> dict[int, int]:
-    """Number the rows of the windows in store order, from each window's ``(step, seq)``.
-
-    Rows next to each other in some window are one apart; between rows no window links, the
-    gap is wider than ``REACH``, so no run of neighbours crosses it.
-    """
-    links: set[tuple[int, int]] = set()
-    for members in windows.values():
-        members.sort()
-        links.update((a, b) for (_, a), (_, b) in zip(members, members[1:], strict=False))
-    positions: dict[int, int] = {}
-    position = last = 0  # seq starts at 1: no link ends at 0
-    for seq in sorted({seq for members in windows.values() for _, seq in members}):
-        position += 1 if (last, seq) in links else REACH + 1
-        positions[seq] = position
-        last = seq
-    return positions
+            rows.append((position, memory_id, None if session is None else (scope, session)))
+    return rows
