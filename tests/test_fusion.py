@@ -7,7 +7,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentrecall.retrieval.fusion import Fused, fuse, min_max
-from agentrecall.retrieval.neighbours import adjacent, anchors_for, expand, smooth
+from agentrecall.retrieval.neighbours import (
+    adjacent,
+    anchors_for,
+    conversation_ranking,
+    expand,
+    smooth,
+)
 
 
 def test_min_max_scales_each_list_to_zero_one() -> None:
@@ -108,3 +114,20 @@ def test_expand_fills_with_the_anchors_neighbours_first() -> None:
 
 def test_anchors_are_a_share_of_the_results_rounded_down_and_at_least_one() -> None:
     assert [anchors_for(limit) for limit in (1, 2, 3, 10, 100)] == [1, 1, 2, 7, 70]
+
+
+def test_conversation_ranking_orders_by_smoothed_score_and_brings_in_neighbours() -> None:
+    # a, b and c are one session, x belongs to none, d is alone in its own.
+    rows = [(1, "a", "s1"), (2, "b", "s1"), (3, "x", None), (4, "c", "s1"), (5, "d", "s2")]
+    ranked = conversation_ranking({"a": 1.0, "d": 0.5}, rows, 4)
+    assert ranked == [("a", 1.0), ("d", 0.5), ("b", pytest.approx(0.3)), ("c", pytest.approx(0.3))]
+    # Two of three places are anchors': a and d; a's nearest neighbour takes the third.
+    assert [key for key, _ in conversation_ranking({"a": 1.0, "d": 0.5}, rows, 3)] == [
+        "a",
+        "d",
+        "b",
+    ]
+    # A found memory next to a better one overtakes a lone one.
+    helped = conversation_ranking({"a": 1.0, "b": 0.4, "d": 0.5}, rows, 2)
+    assert helped == [("a", pytest.approx(1.12)), ("b", pytest.approx(0.7))]
+    assert conversation_ranking({}, rows, 3) == []

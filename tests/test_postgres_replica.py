@@ -19,6 +19,7 @@ from psycopg import sql
 
 from agentrecall import PostgresStore
 from agentrecall.errors import InvalidArgumentError, ServerUnavailableError, StorageError
+from agentrecall.stores.postgres.replica import format_lsn, parse_lsn
 from agentrecall.testing import HashEmbedder
 from agentrecall.testing.postgres import TemporaryPostgres
 from agentrecall.types import MemoryEntry, MemoryRecord
@@ -252,3 +253,10 @@ async def test_after_a_failover_the_store_writes_to_the_promoted_replica() -> No
                 await store.aclose()
         finally:
             standby.close()
+
+
+def test_log_positions_read_and_write_as_postgresql_writes_them() -> None:
+    assert parse_lsn("16/B374D848") == 0x16_B374_D848
+    assert format_lsn(0x16_B374_D848) == "16/B374D848"
+    assert format_lsn(parse_lsn("0/3001148")) == "0/3001148"
+    assert parse_lsn("0/0") == 0

@@ -268,7 +268,8 @@ class PostgresStore(front.StoreFront):
         ``sink`` is given first are those of exactly the memories and versions that follow,
         whatever other clients write meanwhile; rows come from a server-side cursor, at most
         ``batch`` at a time (see :mod:`.export`). ``sink`` is called in a worker thread. A
-        store whose tables do not exist yet hands on counts of zero.
+        store whose tables do not exist yet hands on counts of zero. With ``read_dsn`` it
+        still reads the primary, so a copy holds every acknowledged write.
 
         Raises:
             InvalidArgumentError: ``batch`` is not an integer of at least 1.
