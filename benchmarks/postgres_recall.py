@@ -11,7 +11,8 @@ writes ``benchmarks/results/postgres-recall.md``.
    index's candidates), the same memories ranked by PostgreSQL's ``ts_rank_cd`` instead (an
    OR of the query's terms over the same terms with their positions, normalisation 1, which
    divides by the log of the length), and ``PostgresStore`` semantic and hybrid with
-   ``LocalEmbedder`` when its model is installed.
+   ``LocalEmbedder`` when its model is installed; then conversation mode (``neighbours=True``)
+   of both stores, keyword and (with ``LocalEmbedder``) hybrid, side by side.
 2. HNSW against exact search: :data:`VECTORS` synthetic 384-dimensional unit vectors (a
    32-dimensional latent space mapped linearly, plus noise, so that neighbours are not uniform),
    stored through ``add_many``; :data:`QUERIES` perturbed data points searched in semantic
@@ -163,6 +164,10 @@ async def locomo_rows(dsn: str) -> list[tuple[str, list[locomo.Row]]]:
         ("PostgresStore keyword (shared BM25)", lambda _: postgres()),
         ("PostgreSQL ts_rank_cd", ts_rank),
     ]
+    runs += [
+        ("SQLiteStore keyword, conversation", lambda d: SQLiteStore(d / "m.db", neighbours=True)),
+        ("PostgresStore keyword, conversation", lambda _: postgres(neighbours=True)),
+    ]
     embedder = _local_embedder()
     if embedder is not None:
         for mode in ("semantic", "hybrid"):
@@ -172,6 +177,16 @@ async def locomo_rows(dsn: str) -> list[tuple[str, list[locomo.Row]]]:
                     lambda _, m=mode: postgres(embedder=embedder, search_mode=m),
                 )
             )
+        runs += [
+            (
+                "SQLiteStore hybrid (LocalEmbedder), conversation",
+                lambda d: SQLiteStore(d / "m.db", embedder=embedder, neighbours=True),
+            ),
+            (
+                "PostgresStore hybrid (LocalEmbedder), conversation",
+                lambda _: postgres(embedder=embedder, neighbours=True),
+            ),
+        ]
     rows = []
     for label, open_store in runs:
         began = time.perf_counter()
