@@ -50,7 +50,15 @@ Scored = list[tuple[float, Any]]
 
 @dataclass(frozen=True, slots=True)
 class Statistics:
-    """A store's term statistics, and the span of its ``seq`` values (``None`` when empty)."""
+    """A store's term statistics, and the span of its ``seq`` values.
+
+    Attributes:
+        memories: how many memories the store holds, over every scope.
+        length: their total number of terms.
+        df: how many of them hold each query term the store holds at all.
+        first: the store's lowest ``seq`` (``None`` when it is empty).
+        last: its highest ``seq`` (``None`` when it is empty).
+    """
 
     memories: int
     length: int
