@@ -11,15 +11,26 @@ so a small scope in a large store still gets its own candidates. Term statistics
 average length, frequencies) are the whole store's, over every scope, as in SQLite; where
 SQLite estimates the frequency of a term held by more than ``PROBE_POSTINGS`` memories, this
 count is exact, so the two agree below that and may differ slightly above it.
+
+A GIN index cannot hand over a term's newest postings first, so a term limited to its newest
+``k`` first looks in a window of the newest ``seq`` values where ``k`` of them are expected
+(from its frequency over the store's ``seq`` span, with :data:`WINDOW_MARGIN`): the GIN
+bitmap ANDed with the primary key's range of the window reads about ``k`` rows of the table
+instead of all the term's postings (for a dense term the planner may still walk back by
+``seq``, which stops at ``k``). The rest of the term's part, older than the window, runs only
+when the window held fewer than ``k`` (a selective scope or filter, or a term whose postings
+are mostly old), so the candidates are exactly the newest ``k`` either way.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from agentrecall.retrieval.bm25 import rerank
-from agentrecall.retrieval.plan import CANDIDATES, plan_terms
+from agentrecall.retrieval.plan import CANDIDATES, TermPlan, plan_terms
 from agentrecall.stores.postgres.rows import tsquery
 from agentrecall.stores.postgres.tables import Connection, Params, Tables
 
@@ -28,8 +39,42 @@ POSTINGS_BUDGET = 2_000
 posting's memory is read from the table to check the search's conditions, where FTS5 hands
 over row ids alone."""
 
+WINDOW_MARGIN = 1.25
+"""A newest-postings window is sized to hold this many times the postings it must give, on
+average: a window that falls short costs a second pass over the older rows, a wider one reads
+more rows."""
+
 Scored = list[tuple[float, Any]]
 """``(BM25 score, (seq, id, content, metadata JSON))``, best first."""
+
+
+@dataclass(frozen=True, slots=True)
+class Statistics:
+    """A store's term statistics, and the span of its ``seq`` values.
+
+    Attributes:
+        memories: how many memories the store holds, over every scope.
+        length: their total number of terms.
+        df: how many of them hold each query term the store holds at all.
+        first: the store's lowest ``seq`` (``None`` when it is empty).
+        last: its highest ``seq`` (``None`` when it is empty).
+    """
+
+    memories: int
+    length: int
+    df: dict[str, int]
+    first: int | None
+    last: int | None
+
+
+@dataclass(slots=True)
+class _Statement:
+    """The pieces of the candidate statement, each with its parameters in text order."""
+
+    windows: list[str]
+    members: list[str]
+    window_params: Params
+    member_params: Params
 
 
 async def keyword(
@@ -45,51 +90,99 @@ async def keyword(
     ``terms`` maps the query's words to their terms, as
     :func:`~agentrecall.retrieval.bm25.query_terms` gives them.
     """
-    total, length, df = await _statistics(connection, tables, sorted(set(terms.values())))
-    if not total:
+    stats = await _statistics(connection, tables, sorted(set(terms.values())))
+    if not stats.memories:
         return []
-    plans = plan_terms(df, total, POSTINGS_BUDGET)
-    members: list[str] = []
-    values: list[object] = []
+    plans = plan_terms(stats.df, stats.memories, POSTINGS_BUDGET)
+    statement = _Statement([], [], [], [])
     for plan in plans:
-        if plan.postings == 0:
-            continue
-        member = (
-            f"SELECT m.seq, %s::float8 AS w FROM {tables.memories} AS m "
-            f"WHERE m.terms @@ %s::tsquery AND {where}"
-        )
-        if plan.postings is not None:
-            member = f"({member} ORDER BY m.seq DESC LIMIT {int(plan.postings)})"
-        members.append(member)
-        values += [plan.weight, tsquery([plan.term]), *params]
-    if not members:
+        if plan.postings != 0:
+            _add_part(statement, tables, plan, _floor(plan, stats), where, params)
+    if not statement.members:
         return []
+    windows = f"{', '.join(statement.windows)}, " if statement.windows else ""
     cursor = await connection.execute(
-        f"WITH c AS (SELECT seq FROM ({' UNION ALL '.join(members)}) AS p GROUP BY seq "
-        "ORDER BY sum(w) DESC, seq DESC LIMIT %s) "
+        f"WITH {windows}c AS (SELECT seq FROM ({' UNION ALL '.join(statement.members)}) AS p "
+        "GROUP BY seq ORDER BY sum(w) DESC, seq DESC LIMIT %s) "
         f"SELECT m.seq, m.id, m.content, m.metadata::text FROM c JOIN {tables.memories} AS m "
         "ON m.seq = c.seq",
-        [*values, max(CANDIDATES, limit)],
+        [*statement.window_params, *statement.member_params, max(CANDIDATES, limit)],
     )
     rows = await cursor.fetchall()
     weights = {plan.term: plan.weight for plan in plans}
-    return rerank(weights, rows, _text, _seq, length / total, limit)
+    return rerank(weights, rows, _text, _seq, stats.length / stats.memories, limit)
 
 
-async def _statistics(
-    connection: Connection, tables: Tables, terms: list[str]
-) -> tuple[int, int, dict[str, int]]:
-    """Return the store's memories, their total terms, and how many of them hold each term."""
+def _add_part(
+    statement: _Statement,
+    tables: Tables,
+    plan: TermPlan,
+    floor: int | None,
+    where: str,
+    params: Params,
+) -> None:
+    """Add one term's postings to ``statement``: all, its newest, or its newest by a window."""
+    postings = (
+        f"SELECT m.seq, %s::float8 AS w FROM {tables.memories} AS m "
+        f"WHERE m.terms @@ %s::tsquery AND {where}"
+    )
+    values = [plan.weight, tsquery([plan.term]), *params]
+    if plan.postings is None:
+        statement.members.append(postings)
+        statement.member_params.extend(values)
+        return
+    newest = int(plan.postings)
+    if floor is None:
+        statement.members.append(f"({postings} ORDER BY m.seq DESC LIMIT {newest})")
+        statement.member_params.extend(values)
+        return
+    name = f"n{len(statement.windows)}"
+    statement.windows.append(
+        f"{name} AS MATERIALIZED ({postings} AND m.seq > {floor} "
+        f"ORDER BY m.seq DESC LIMIT {newest})"
+    )
+    statement.window_params.extend(values)
+    # LIMIT 0 (a full window) never runs the older part's scan.
+    statement.members.append(
+        f"SELECT seq, w FROM {name} UNION ALL ({postings} AND m.seq <= {floor} "
+        f"ORDER BY m.seq DESC LIMIT {newest} - (SELECT count(*) FROM {name}))"
+    )
+    statement.member_params.extend(values)
+
+
+def _floor(plan: TermPlan, stats: Statistics) -> int | None:
+    """Return the ``seq`` above which ``plan``'s newest postings are expected, or ``None``.
+
+    ``None`` when the term gives all its postings, or when the window would cover the store.
+    """
+    if not plan.postings or stats.first is None or stats.last is None:
+        return None
+    span = stats.last - stats.first + 1
+    width = math.ceil(WINDOW_MARGIN * plan.postings * span / max(stats.df[plan.term], 1))
+    floor = stats.last - width
+    return floor if floor > stats.first else None
+
+
+async def _statistics(connection: Connection, tables: Tables, terms: list[str]) -> Statistics:
+    """Return the store's memories, their total terms, how many hold each term, its seq span."""
     cursor = await connection.execute(
-        "SELECT NULL, sum(memories), sum(terms) "
+        "SELECT NULL, sum(memories), sum(terms), "
+        f"(SELECT min(seq) FROM {tables.memories} WHERE store = %s), "
+        f"(SELECT max(seq) FROM {tables.memories} WHERE store = %s) "
         f"FROM {tables.schema}.store_stats WHERE store = %s "
-        "UNION ALL SELECT term, sum(memories), NULL "
+        "UNION ALL SELECT term, sum(memories), NULL, NULL, NULL "
         f"FROM {tables.schema}.term_stats WHERE store = %s AND term = ANY(%s) GROUP BY term",
-        [tables.store, tables.store, terms],
+        [tables.store, tables.store, tables.store, tables.store, terms],
     )
     rows = await cursor.fetchall()
-    total, length = next((int(n or 0), int(t or 0)) for term, n, t in rows if term is None)
-    return total, length, {term: int(n) for term, n, _ in rows if term is not None}
+    head = next(row for row in rows if row[0] is None)
+    return Statistics(
+        memories=int(head[1] or 0),
+        length=int(head[2] or 0),
+        df={term: int(n) for term, n, *_ in rows if term is not None},
+        first=None if head[3] is None else int(head[3]),
+        last=None if head[4] is None else int(head[4]),
+    )
 
 
 def _text(row: Any) -> str:
