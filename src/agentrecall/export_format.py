@@ -14,7 +14,9 @@ no I/O.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,16 +65,41 @@ _VERSION_FIELDS = (
 )
 """A line's string fields besides ``metadata``, and whether each may be ``null``."""
 
-_MEMORY_KEYS = frozenset({"type", "metadata", *(key for key, _ in _MEMORY_FIELDS)})
-_VERSION_KEYS = frozenset({"type", "metadata", *(key for key, _ in _VERSION_FIELDS)})
-_LINES: dict[
-    str,
-    tuple[frozenset[str], tuple[tuple[str, bool], ...], type[MemoryRecord] | type[MemoryVersion]],
-] = {
-    "memory": (_MEMORY_KEYS, _MEMORY_FIELDS, MemoryRecord),
-    "version": (_VERSION_KEYS, _VERSION_FIELDS, MemoryVersion),
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """What a line of one ``type`` holds, and how it is read into ``make``.
+
+    ``values`` picks the line's values in the order of ``make``'s fields (so that the record
+    is made from them positionally: half the time of keywords, a microsecond a line), and
+    ``strings`` those of the string fields, ``fields``, and ``required`` those of the string
+    fields that may not be ``null``.
+    """
+
+    keys: frozenset[str]
+    fields: tuple[tuple[str, bool], ...]
+    make: type[MemoryRecord] | type[MemoryVersion]
+    values: Callable[[JsonObject], tuple[Any, ...]] = field(init=False)
+    strings: Callable[[JsonObject], tuple[Any, ...]] = field(init=False)
+    required: Callable[[JsonObject], tuple[Any, ...]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        order = [item.name for item in dataclasses.fields(self.make)]
+        object.__setattr__(self, "values", operator.itemgetter(*order))
+        object.__setattr__(self, "strings", operator.itemgetter(*(key for key, _ in self.fields)))
+        required = (key for key, nullable in self.fields if not nullable)
+        object.__setattr__(self, "required", operator.itemgetter(*required))
+
+
+_LINES = {
+    kind: _Shape(frozenset({"type", "metadata", *(key for key, _ in fields)}), fields, make)
+    for kind, fields, make in (
+        ("memory", _MEMORY_FIELDS, MemoryRecord),
+        ("version", _VERSION_FIELDS, MemoryVersion),
+    )
 }
 """Each line ``type``: its keys, its string fields, and what it is read into."""
+_STRING_OR_NULL = frozenset({str, type(None)})
 
 # The decoder's own scanner, what json.loads ends in (typeshed does not declare it).
 _scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
@@ -216,12 +243,17 @@ def parse_line(line: bytes, where: str, number: int) -> MemoryRecord | MemoryVer
     shape = _LINES.get(kind) if isinstance(kind, str) else None
     if shape is None:
         raise _invalid(where, number, 'expected an object with "type" "memory" or "version"')
-    keys, fields, make = shape
-    _check_keys(value, keys, where, number)
-    _check_fields(value, fields, where, number)
-    # The keys are now exactly the fields of ``make`` and "type", and the dict is this call's own.
-    del value["type"]
-    return make(**value)
+    if value.keys() != shape.keys:
+        _check_keys(value, shape.keys, where, number)
+    strings = shape.strings(value)
+    metadata = value["metadata"]
+    if not (
+        _STRING_OR_NULL.issuperset(map(type, strings))
+        and None not in shape.required(value)
+        and (metadata is None or type(metadata) is dict)
+    ):
+        _check_fields(value, shape.fields, where, number)
+    return shape.make(*shape.values(value))
 
 
 def _json(line: bytes, where: str, number: int) -> Any:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+from agentrecall._internal.binding import wait_for_binding
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall.errors import InvalidArgumentError, InvalidFileError
 from agentrecall.export_format import (
@@ -283,6 +284,7 @@ class _LineReader:
     def _read(self) -> tuple[int, MemoryRecord | MemoryVersion] | None:
         header = self._header
         for number, line in self._lines:
+            wait_for_binding()  # parse while SQLite indexes, not while it binds rows
             self._last = number
             if not line.strip():
                 continue

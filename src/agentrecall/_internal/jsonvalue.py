@@ -18,6 +18,23 @@ MAX_DEPTH = 100
 _MAX_INT_BITS = int((getattr(sys, "get_int_max_str_digits", lambda: 4300)() or 10**9) * 3.32) - 4
 
 
+def flat_strings(value: dict[Any, Any]) -> bool:
+    """Whether every key and value of ``value`` is a string UTF-8 can encode (then it is JSON).
+
+    Quick (``isascii`` reads a flag, it does not scan); ``False`` says only that the full
+    check of :func:`check_json_object` must decide.
+    """
+    for key, child in value.items():
+        if (
+            type(key) is not str
+            or type(child) is not str
+            or (not key.isascii() and has_surrogate(key))
+            or (not child.isascii() and has_surrogate(child))
+        ):
+            return False
+    return True
+
+
 def check_json_object(value: Any, argument: str) -> None:
     """Raise ``InvalidArgumentError`` unless ``value`` is a JSON object made of JSON values.
 
@@ -32,16 +49,8 @@ def check_json_object(value: Any, argument: str) -> None:
             f"{argument} must be a JSON object (a dict), got {type(value).__name__}"
         )
     # Most metadata is a flat object of strings: it passes without the walk below, which a
-    # bulk import would pay for every memory (``isascii`` reads a flag, it does not scan).
-    for key, child in value.items():
-        if (
-            type(key) is not str
-            or type(child) is not str
-            or (not key.isascii() and has_surrogate(key))
-            or (not child.isascii() and has_surrogate(child))
-        ):
-            break
-    else:
+    # bulk import would pay for every memory.
+    if flat_strings(value):
         return
     problem = _first_problem(value, argument)
     if problem is not None:

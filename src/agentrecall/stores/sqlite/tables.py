@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from agentrecall._internal.binding import binding
 from agentrecall.stores.scopes import Scope
 from agentrecall.stores.sqlite.tags import tag
 from agentrecall.stores.times import STORED_TIME
@@ -91,7 +92,8 @@ def insert_rows(
         db.executemany("INSERT INTO memories_unindexed (seq) VALUES (?)", added)
         return len(added)
     last = last_seq(db)
-    db.executemany(insert, rows)
+    with binding():
+        db.executemany(insert, rows)
     return _index_after(db, last)
 
 
@@ -211,7 +213,8 @@ def insert_pipelined(
             rows = pending.result()
             built.extend(rows)
             last = last_seq(db)
-            db.executemany(insert, rows)
+            with binding():
+                db.executemany(insert, rows)
             if k + 1 < len(bounds):
                 pending = helper.submit(build, *bounds[k + 1])
             added += _index_after(db, last)
