@@ -84,20 +84,46 @@ async def add(
     await purge_expired(connection, tables, new.now)
     number = await scope_number(connection, tables, scope)
     rows: list[Row] = []
-    inserted: list[tuple[str, bytes]] = []
+    held: dict[bytes, str] = {}
     async for chunk in _built(new):
         rows += chunk
-        inserted += await insert(connection, tables, number, chunk, "ON CONFLICT DO NOTHING", found)
-    held = {key: memory_id for memory_id, key in inserted}
-    missing = list({row[2] for row in rows} - held.keys())
-    if missing:
+        inserted = await insert(connection, tables, number, chunk, "ON CONFLICT DO NOTHING", found)
+        held.update((key, memory_id) for memory_id, key in inserted)
+    await _settle(connection, tables, number, rows, held, found)
+    return [AddResult(id=held[row[2]]) for row in rows]
+
+
+async def _settle(
+    connection: Connection,
+    tables: Tables,
+    scope: int,
+    rows: Sequence[Row],
+    held: dict[bytes, str],
+    found: dict[str, str] | None,
+) -> None:
+    """Complete ``held`` (content hash to id) for every row the insert skipped as held.
+
+    A skipped row's holder is read after the insert, in a statement of its own (so, under
+    READ COMMITTED, one that sees a holder committed by a concurrent add). Another client may
+    have deleted the holder in between: such rows are inserted again, in this transaction,
+    until each is either stored or its holder read.
+    """
+    first: dict[bytes, Row] = {}
+    for row in rows:
+        first.setdefault(row[2], row)
+    while missing := [key for key in first if key not in held]:
         cursor = await connection.execute(
             f"SELECT content_hash, id FROM {tables.memories} "
             "WHERE scope = %s AND content_hash = ANY(%s)",
-            [number, missing],
+            [scope, missing],
         )
         held.update({bytes(key): memory_id for key, memory_id in await cursor.fetchall()})
-    return [AddResult(id=held[row[2]]) for row in rows]
+        vanished = [first[key] for key in missing if key not in held]
+        if vanished:
+            inserted = await insert(
+                connection, tables, scope, vanished, "ON CONFLICT DO NOTHING", found
+            )
+            held.update((key, memory_id) for memory_id, key in inserted)
 
 
 async def _built(new: NewMemories) -> AsyncIterator[list[Row]]:
