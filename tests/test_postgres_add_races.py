@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 
 import psycopg
 import pytest
@@ -29,20 +31,26 @@ async def _until_an_insert_waits(gate: psycopg.AsyncConnection[object]) -> None:
         await asyncio.sleep(0.01)
 
 
-@pytest.mark.asyncio
-@pytest.mark.parametrize("batch", [False, True], ids=["add", "add_many"])
-async def test_an_add_whose_held_copy_is_deleted_meanwhile_stores_the_memory(
-    postgres_dsn: str, batch: bool
-) -> None:
-    """The held copy vanishes between the add's conflicting insert and its read of that copy.
+async def _until_blocked(gate: psycopg.AsyncConnection[object], sessions: int) -> None:
+    """Return once ``sessions`` sessions wait for a lock (the gate, or another's row)."""
+    while True:
+        cursor = await gate.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+            "AND datname = current_database()"
+        )
+        row = await cursor.fetchone()
+        if row is not None and row[0] >= sessions:
+            return
+        await asyncio.sleep(0.01)
 
-    A trigger the test adds makes every insert into the memories wait, at its end, for an
-    advisory lock the test holds: the add's insert has then found the copy and skipped its
-    row, and another client deletes the copy (and commits) before the add reads it.
+
+@contextlib.asynccontextmanager
+async def _gated(dsn: str) -> AsyncIterator[psycopg.AsyncConnection[object]]:
+    """Make every insert into the memories wait, at its end, for an advisory lock held here.
+
+    The lock is held until the block releases it (``pg_advisory_unlock``).
     """
-    adder, deleter = PostgresStore(postgres_dsn), PostgresStore(postgres_dsn)
-    held = await deleter.add(CONTENT)
-    async with await psycopg.AsyncConnection.connect(postgres_dsn, autocommit=True) as gate:
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as gate:
         await gate.execute(
             "CREATE FUNCTION public.wait_for_gate() RETURNS trigger LANGUAGE plpgsql AS "
             f"$$ BEGIN PERFORM pg_advisory_xact_lock_shared({GATE}); RETURN NULL; END $$"
@@ -52,6 +60,26 @@ async def test_an_add_whose_held_copy_is_deleted_meanwhile_stores_the_memory(
             "FOR EACH STATEMENT EXECUTE FUNCTION public.wait_for_gate()"
         )
         await gate.execute("SELECT pg_advisory_lock(%s)", [GATE])
+        yield gate
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("batch", [False, True], ids=["add", "add_many"])
+async def test_an_add_whose_held_copy_is_deleted_meanwhile_never_fails(
+    postgres_dsn: str, batch: bool
+) -> None:
+    """The held copy is deleted (and committed) while the add that skipped its row runs.
+
+    The add's insert has found the copy and skipped its row when it waits at the gate; the
+    delete commits meanwhile. The add then returns either the held copy's id (it saw the copy
+    before the delete, in the snapshot of its single statement) or the id of the memory it
+    stored again; a batch, which reads holders after its insert, stores it again. Before, a
+    read of the holder that found nothing raised ``KeyError``.
+    """
+    adder, deleter = PostgresStore(postgres_dsn), PostgresStore(postgres_dsn)
+    held = await deleter.add(CONTENT)
+    await adder.add("A memory that makes the adder know its scope")
+    async with _gated(postgres_dsn) as gate:
         if batch:
             adding = asyncio.ensure_future(adder.add_many([(CONTENT, None), ("Another", None)]))
         else:
@@ -61,10 +89,37 @@ async def test_an_add_whose_held_copy_is_deleted_meanwhile_stores_the_memory(
         await gate.execute("SELECT pg_advisory_unlock(%s)", [GATE])
         added = await adding
     first = added[0] if isinstance(added, list) else added
-    assert first.id != held.id
     stored = {record.content: record.id for record in await deleter.list()}
-    assert stored[CONTENT] == first.id
-    assert len(stored) == (2 if batch else 1)
+    if batch or first.id != held.id:
+        assert stored[CONTENT] == first.id != held.id
+    else:
+        assert CONTENT not in stored
+    assert len(stored) == (3 if batch else 1)
     assert [version.content for version in await deleter.history(held.id)] == [CONTENT]
     for store in (adder, deleter):
+        await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_an_add_racing_an_uncommitted_add_of_the_same_content_returns_its_id(
+    postgres_dsn: str,
+) -> None:
+    """One add of a content waits, uncommitted, at the gate; another add of it starts then.
+
+    The second add's insert waits for the first's row and, once that commits, skips its own;
+    its snapshot predates the commit, so it must look again. Both return the one stored id.
+    """
+    first, second = PostgresStore(postgres_dsn), PostgresStore(postgres_dsn)
+    for store in (first, second):
+        await store.add(f"A memory that makes {id(store)} know its scope")
+    async with _gated(postgres_dsn) as gate:
+        holding = asyncio.ensure_future(first.add(CONTENT))
+        await _until_an_insert_waits(gate)
+        racing = asyncio.ensure_future(second.add(CONTENT))
+        await _until_blocked(gate, 2)
+        await gate.execute("SELECT pg_advisory_unlock(%s)", [GATE])
+        held, raced = await holding, await racing
+    assert raced.id == held.id
+    assert [record.id for record in await first.list() if record.content == CONTENT] == [held.id]
+    for store in (first, second):
         await store.aclose()
