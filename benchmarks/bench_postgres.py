@@ -62,8 +62,10 @@ ADD_WARMUP = 20
 QUERIES = 200
 WARMUP = 20
 CLIENTS = 8
-SERVER_SETTINGS: dict[str, str] = {}
-"""Settings of the throwaway server, beyond PostgreSQL's defaults (see ``docs/postgres.md``)."""
+SERVER_SETTINGS: dict[str, str] = {"shared_buffers": "1GB", "max_wal_size": "4GB"}
+"""Settings of the throwaway server beyond PostgreSQL's defaults, as a deployment tunes them
+(see ``docs/postgres.md``): buffers that hold a million-memory store's hot index pages (the
+default, 128 MB, is sized for any small machine), and fewer checkpoints during a bulk load."""
 CLIENT_ADDS = 500
 
 
@@ -144,6 +146,7 @@ async def measure(
     began = load()
     store = make()
     rate = import_rate_value = await import_rate(store, items, dsn)
+    size = await settle(dsn) if dsn is not None else ""
     extra = [(f"durable add {label} {n}", None) for n in range(ADDS + ADD_WARMUP)]
     adds = await time_adds(store, extra, ADD_WARMUP)
     searches = await search_times(store)
@@ -157,7 +160,24 @@ async def measure(
         "search": f"{ms(percentile(searches, 50))} / {ms(percentile(searches, 99))} ms",
         "clients": f"{one:,.0f} → {many:,.0f} adds/s ({many / one:.1f}×)",
         "load": f"{began} → {load()}",
+        "size": size,
     }
+
+
+async def settle(dsn: str) -> str:
+    """Write the bulk load out (``CHECKPOINT``); return the database's size.
+
+    The durable adds and the clients then meet a server at rest, as a store that was not just
+    bulk-loaded has, not one whose checkpoint is still writing the import's pages out while
+    the adds' commits wait for the same disk.
+    """
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as connection:
+        await connection.execute("CHECKPOINT")
+        cursor = await connection.execute(
+            "SELECT pg_size_pretty(pg_database_size(current_database()))"
+        )
+        row = await cursor.fetchone()
+    return str(row[0]) if row else ""
 
 
 async def hybrid(dsn: str, size: int) -> dict[str, str]:
@@ -254,6 +274,8 @@ async def main(argv: Sequence[str] | None = None) -> None:
             f"{figures['search']} | {figures['clients']} | {figures['load']} |"
         )
     lines.append("")
+    sizes = [f"{size:,}: {figures['size']}" for size, _, figures in rows if figures["size"]]
+    lines += [f"PostgreSQL database after the import ({', '.join(sizes)}).", ""]
     if mixed is not None:
         lines += [
             f"Hybrid search (`HashEmbedder(384)`, HNSW) at {args.hybrid:,} memories: import "
