@@ -320,6 +320,7 @@ class PostgresStore(front.StoreFront):
 
     async def _add_alone(self, new: writes.NewMemories) -> AddResult:
         """Add one memory without a vector in one statement (:func:`.writes.add_alone`)."""
+        (row,) = new.rows(0, 1)  # first: a bad item is refused before any I/O
         tables = await self._ready()
         assert tables is not None, "a writable store's tables exist once it is ready"
         number = self._shared.scopes.get(self._scope)
@@ -328,7 +329,6 @@ class PostgresStore(front.StoreFront):
                 writes.scope_number, scope=self._scope, known=self._shared.scopes
             )
             number = await self._transaction(lookup, tables)
-        (row,) = new.rows(0, 1)
         add = functools.partial(writes.add_alone, scope=number, row=row, now=new.now)
         while True:
             # Each run either stores the row or reads its holder, unless a concurrent add
