@@ -1,9 +1,11 @@
 """Benchmark: ``PostgresStore`` beside ``SQLiteStore``, in one run, on the same corpus.
 
-Run: ``.venv/bin/python benchmarks/bench_postgres.py [--sizes 100000 1000000] [--hybrid N]``.
-It starts a throwaway PostgreSQL 18 with pgvector on 127.0.0.1 (``agentrecall.testing.postgres``;
-``synchronous_commit`` on and ``fsync`` on, so a commit is durable as on a real server), or uses
-the server of ``AGENTRECALL_BENCH_POSTGRES_DSN``, and writes ``benchmarks/results/postgres.md``.
+Run: ``.venv/bin/python benchmarks/bench_postgres.py [--sizes 100000 1000000] [--hybrid N]``
+(``--hybrid 0`` skips the hybrid part). It starts a throwaway PostgreSQL 18 with pgvector on
+127.0.0.1 (``agentrecall.testing.postgres``; ``synchronous_commit`` on and ``fsync`` on, so a
+commit is durable as on a real server) with the settings of :data:`SERVER_SETTINGS`, or uses
+the server of ``AGENTRECALL_BENCH_POSTGRES_DSN`` as it is, and writes
+``benchmarks/results/postgres.md``.
 
 Per size, for each store, in a fresh database or file:
 
@@ -12,9 +14,11 @@ Per size, for each store, in a fresh database or file:
 * one durable add: median and p99 of :data:`ADDS` single adds after the import;
 * keyword search: median and p99 of :data:`QUERIES` LoCoMo questions, top 10, after
   :data:`WARMUP` warm-up questions;
-* concurrency: :data:`CLIENTS` clients (PostgreSQL: a store and pool each; SQLite: a store
-  each, one file) each adding :data:`CLIENT_ADDS` memories one at a time, against one client
-  alone: aggregate adds per second.
+* concurrency: :data:`CLIENTS` clients, each a process of its own with its own store (as
+  agents on several machines would be; PostgreSQL: a pool each; SQLite: one file), each
+  adding :data:`CLIENT_ADDS` memories one at a time, durably, against one such client alone:
+  aggregate adds per second, from the first client's start to the last one's end (all start
+  together, once every process has connected).
 
 Then hybrid search (``HashEmbedder(384)``, HNSW) at ``--hybrid`` memories: import rate with the
 vectors and the index kept up to date, and the median of the same questions.
@@ -27,22 +31,29 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import json
+import os
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import psycopg  # noqa: E402
 from corpus import corpus, query_sample  # noqa: E402
-from postgres_recall import database  # noqa: E402
+from postgres_recall import DSN_VARIABLE, database  # noqa: E402
+from psycopg import sql  # noqa: E402
 from timing import ms, percentile, time_adds, time_searches  # noqa: E402
 
 from agentrecall import PostgresStore, SQLiteStore  # noqa: E402
 from agentrecall.testing import HashEmbedder  # noqa: E402
+from agentrecall.testing.postgres import TemporaryPostgres  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "postgres.md"
 BATCH = 5_000
@@ -51,7 +62,11 @@ ADD_WARMUP = 20
 QUERIES = 200
 WARMUP = 20
 CLIENTS = 8
-CLIENT_ADDS = 250
+SERVER_SETTINGS: dict[str, str] = {"shared_buffers": "1GB", "max_wal_size": "4GB"}
+"""Settings of the throwaway server beyond PostgreSQL's defaults, as a deployment tunes them
+(see ``docs/postgres.md``): buffers that hold a million-memory store's hot index pages (the
+default, 128 MB, is sized for any small machine), and fewer checkpoints during a bulk load."""
+CLIENT_ADDS = 500
 
 
 async def import_rate(
@@ -78,42 +93,91 @@ async def search_times(store: Any) -> list[float]:
     return await time_searches(store, questions, warmup)
 
 
-async def concurrent_rate(make: Any, clients: int, tag: str) -> float:
-    """Return aggregate adds per second of ``clients`` stores adding at once."""
-    stores = [make() for _ in range(clients)]
-    for store in stores:
-        await store.setup()
+def concurrent_rate(kind: str, target: str, clients: int, tag: str) -> float:
+    """Return aggregate adds per second of ``clients`` processes adding at once.
 
-    async def client(number: int) -> None:
-        for n in range(CLIENT_ADDS):
-            await stores[number].add(f"{tag} client {number} says note number {n}")
+    Each process (:func:`client`) opens its store, says it is ready, and waits for the word
+    to start; the rate counts from the first one's start to the last one's end.
+    """
+    command = [sys.executable, __file__, "--client", kind, target, tag]
+    children = [
+        subprocess.Popen(
+            [*command, str(n)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        for n in range(clients)
+    ]
+    try:
+        for child in children:
+            assert child.stdout is not None
+            if child.stdout.readline().strip() != "ready":
+                raise RuntimeError(f"a {kind} client failed to start (its error is above)")
+        for child in children:
+            assert child.stdin is not None
+            child.stdin.write("go\n")
+            child.stdin.flush()
+        spans = [json.loads(child.stdout.readline()) for child in children if child.stdout]
+    finally:
+        for child in children:
+            if child.stdin is not None:
+                child.stdin.close()
+            if child.wait() != 0:
+                raise RuntimeError(f"a {kind} client failed (its error is above)")
+    return clients * CLIENT_ADDS / (max(end for _, end in spans) - min(start for start, _ in spans))
 
-    began = time.perf_counter()
-    await asyncio.gather(*(client(n) for n in range(clients)))
-    rate = clients * CLIENT_ADDS / (time.perf_counter() - began)
-    for store in stores:
-        await store.aclose()
-    return rate
+
+async def client(kind: str, target: str, tag: str, number: int) -> None:
+    """One client process of :func:`concurrent_rate`: open, wait for the start, add, report."""
+    store: Any = PostgresStore(target) if kind == "postgres" else SQLiteStore(Path(target))
+    await store.setup()
+    print("ready", flush=True)
+    sys.stdin.readline()
+    # CLOCK_MONOTONIC: one clock for every process of the machine.
+    began = time.monotonic()
+    for n in range(CLIENT_ADDS):
+        await store.add(f"{tag} client {number} says note number {n}")
+    print(json.dumps([began, time.monotonic()]), flush=True)
+    await store.aclose()
 
 
 async def measure(
-    label: str, make: Any, items: Sequence[tuple[str, Any]], dsn: str | None = None
+    label: str, make: Any, target: str, items: Sequence[tuple[str, Any]], dsn: str | None = None
 ) -> dict[str, str]:
+    """Return the figures of one store, made by ``make`` over ``target`` (a path or a DSN)."""
+    began = load()
     store = make()
     rate = import_rate_value = await import_rate(store, items, dsn)
+    size = await settle(dsn) if dsn is not None else ""
     extra = [(f"durable add {label} {n}", None) for n in range(ADDS + ADD_WARMUP)]
     adds = await time_adds(store, extra, ADD_WARMUP)
     searches = await search_times(store)
     await store.aclose()
-    one = await concurrent_rate(make, 1, f"{label} alone")
-    many = await concurrent_rate(make, CLIENTS, f"{label} together")
+    one = concurrent_rate(label, target, 1, f"{label} alone")
+    many = concurrent_rate(label, target, CLIENTS, f"{label} together")
     print(f"{label}: import {import_rate_value:,.0f}/s", flush=True)
     return {
         "import": f"{rate:,.0f}/s",
         "add": f"{ms(percentile(adds, 50))} / {ms(percentile(adds, 99))} ms",
         "search": f"{ms(percentile(searches, 50))} / {ms(percentile(searches, 99))} ms",
         "clients": f"{one:,.0f} → {many:,.0f} adds/s ({many / one:.1f}×)",
+        "load": f"{began} → {load()}",
+        "size": size,
     }
+
+
+async def settle(dsn: str) -> str:
+    """Write the bulk load out (``CHECKPOINT``); return the database's size.
+
+    The durable adds and the clients then meet a server at rest, as a store that was not just
+    bulk-loaded has, not one whose checkpoint is still writing the import's pages out while
+    the adds' commits wait for the same disk.
+    """
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as connection:
+        await connection.execute("CHECKPOINT")
+        cursor = await connection.execute(
+            "SELECT pg_size_pretty(pg_database_size(current_database()))"
+        )
+        row = await cursor.fetchone()
+    return str(row[0]) if row else ""
 
 
 async def hybrid(dsn: str, size: int) -> dict[str, str]:
@@ -128,53 +192,103 @@ async def hybrid(dsn: str, size: int) -> dict[str, str]:
     }
 
 
+@contextlib.contextmanager
+def durable_database(settings: dict[str, str]) -> Iterator[str]:
+    """Yield the URL of a fresh database on a durable throwaway server with ``settings``.
+
+    With ``AGENTRECALL_BENCH_POSTGRES_DSN`` set, a database on that server instead, as it is.
+    """
+    if os.environ.get(DSN_VARIABLE):
+        with database(durable=True) as dsn:
+            yield dsn
+        return
+    with TemporaryPostgres(durable=True) as server:
+        if settings:
+            with psycopg.connect(server.dsn, autocommit=True) as admin:
+                for name, value in settings.items():
+                    admin.execute(
+                        sql.SQL("ALTER SYSTEM SET {} = {}").format(
+                            sql.Identifier(name), sql.Literal(value)
+                        )
+                    )
+            server.restart()  # shared_buffers takes effect only at a start
+        with mock.patch.dict(os.environ, {DSN_VARIABLE: server.dsn}), database() as dsn:
+            yield dsn
+
+
+def load() -> str:
+    """The machine's load average over the last minute, to print beside figures."""
+    return f"{os.getloadavg()[0]:.1f}"
+
+
 async def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000])
     parser.add_argument("--hybrid", type=int, default=20_000)
+    parser.add_argument(
+        "--default-settings",
+        action="store_true",
+        help="start the server with PostgreSQL's defaults, not SERVER_SETTINGS",
+    )
     args = parser.parse_args(argv)
+    settings = {} if args.default_settings else SERVER_SETTINGS
     rows: list[tuple[int, str, dict[str, str]]] = []
     for size in args.sizes:
         items = list(corpus(size))
         with tempfile.TemporaryDirectory() as directory:
             path = Path(directory) / "m.db"
             rows.append(
-                (size, "SQLiteStore", await measure("sqlite", lambda p=path: SQLiteStore(p), items))
+                (
+                    size,
+                    "SQLiteStore",
+                    await measure("sqlite", lambda p=path: SQLiteStore(p), str(path), items),
+                )
             )
-        with database(durable=True) as dsn:
+        with durable_database(settings) as dsn:
             rows.append(
                 (
                     size,
                     "PostgresStore",
-                    await measure("postgres", lambda d=dsn: PostgresStore(d), items, dsn),
+                    await measure("postgres", lambda d=dsn: PostgresStore(d), dsn, items, dsn),
                 )
             )
-    with database() as dsn:
-        mixed = await hybrid(dsn, args.hybrid)
+    mixed = None
+    if args.hybrid:
+        with database() as dsn:
+            mixed = await hybrid(dsn, args.hybrid)
+    shown = ", ".join(f"`{name} = {value}`" for name, value in settings.items()) or "defaults"
     lines = [
         "# PostgresStore beside SQLiteStore",
         "",
         "Written by `benchmarks/bench_postgres.py` (see its docstring): PostgreSQL 18 on",
-        "127.0.0.1 (fsync on), SQLite in WAL with `fsync=True`; 2 shared vCPUs.",
+        "127.0.0.1 (fsync on), SQLite in WAL with `fsync=True`; 2 shared vCPUs. Server",
+        f"settings: {shown}. Load: the load average at the start and the end of each row.",
         "",
         "| memories | store | bulk import | durable add p50 / p99 | keyword search p50 / p99 | "
-        f"1 → {CLIENTS} clients |",
-        "|---|---|---|---|---|---|",
+        f"1 → {CLIENTS} clients (processes) | load |",
+        "|---|---|---|---|---|---|---|",
     ]
     for size, label, figures in rows:
         lines.append(
             f"| {size:,} | {label} | {figures['import']} | {figures['add']} | "
-            f"{figures['search']} | {figures['clients']} |"
+            f"{figures['search']} | {figures['clients']} | {figures['load']} |"
         )
-    lines += [
-        "",
-        f"Hybrid search (`HashEmbedder(384)`, HNSW) at {args.hybrid:,} memories: import with "
-        f"vectors {mixed['import']}, search p50 / p99 {mixed['search']}.",
-        "",
-    ]
+    lines.append("")
+    sizes = [f"{size:,}: {figures['size']}" for size, _, figures in rows if figures["size"]]
+    lines += [f"PostgreSQL database after the import ({', '.join(sizes)}).", ""]
+    if mixed is not None:
+        lines += [
+            f"Hybrid search (`HashEmbedder(384)`, HNSW) at {args.hybrid:,} memories: import "
+            f"with vectors {mixed['import']}, search p50 / p99 {mixed['search']}.",
+            "",
+        ]
     RESULTS.write_text("\n".join(lines), encoding="utf-8")
     print("\n".join(lines))
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    if sys.argv[1:2] == ["--client"]:
+        kind, target, tag, number = sys.argv[2:]
+        asyncio.run(client(kind, target, tag, int(number)))
+    else:
+        asyncio.run(main())

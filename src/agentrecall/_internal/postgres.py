@@ -11,7 +11,9 @@
   database, SQL errors).
 * :class:`PostgresPool` and :class:`AsyncPostgresPool` are the sync and async twins of one
   connection pool. They open on first use, check each connection before lending it (so a
-  server restart costs no failed call once the server is back), wait at most ``timeout``
+  server restart costs no failed call once the server is back: a round trip only for a
+  connection whose socket has something to read, which a server ending the session always
+  causes), wait at most ``timeout``
   seconds for a connection, and translate every failure.
 
 Connections are in autocommit mode: each statement commits on its own, and a block that must
@@ -32,6 +34,7 @@ import contextlib
 import math
 import os
 import re
+import select
 import threading
 import weakref
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
@@ -317,6 +320,38 @@ def translate(
     return StorageError(f"{what}: {address}: {detail}{suffix}")
 
 
+def _unread(connection: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool:
+    """Whether an idle connection looks alive: open, and nothing arrived since its last use.
+
+    A server that ends a session (a restart, a crash, an administrator) sends its goodbye or
+    closes the socket, and either makes the socket readable; a live idle session has nothing
+    to say, unless a notification came. Costs no round trip.
+    """
+    if connection.closed or connection.broken:
+        return False
+    try:
+        readable, _, _ = select.select([connection.fileno()], [], [], 0)
+    except (OSError, ValueError):
+        return False
+    return not readable
+
+
+def _check(connection: psycopg.Connection[Any]) -> None:
+    """Check a connection before lending it: a round trip only when it does not look alive."""
+    import psycopg_pool
+
+    if not _unread(connection):
+        psycopg_pool.ConnectionPool.check_connection(connection)
+
+
+async def _check_async(connection: psycopg.AsyncConnection[Any]) -> None:
+    """The asyncio twin of :func:`_check`."""
+    import psycopg_pool
+
+    if not _unread(connection):
+        await psycopg_pool.AsyncConnectionPool.check_connection(connection)
+
+
 class _PoolBase:
     """What both twins share: the checked configuration and the messages."""
 
@@ -511,7 +546,7 @@ class PostgresPool(_PoolBase):
         return psycopg_pool.ConnectionPool(
             self._dsn,
             configure=self._configure,
-            check=psycopg_pool.ConnectionPool.check_connection,
+            check=_check,
             **self._pool_arguments(),
         )
 
@@ -639,7 +674,7 @@ class AsyncPostgresPool(_PoolBase):
         return psycopg_pool.AsyncConnectionPool(
             self._dsn,
             configure=self._configure,
-            check=psycopg_pool.AsyncConnectionPool.check_connection,
+            check=_check_async,
             **self._pool_arguments(),
         )
 

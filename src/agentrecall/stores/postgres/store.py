@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import functools
 from collections.abc import Awaitable, Callable, Iterable
@@ -35,7 +36,8 @@ from agentrecall.stores.postgres.schema import lock_schema, migrate
 from agentrecall.stores.postgres.tables import Connection, Tables
 from agentrecall.stores.postgres.vectors import Vectors
 from agentrecall.stores.records import hits
-from agentrecall.types import MemoryRecord
+from agentrecall.stores.scopes import Scope
+from agentrecall.types import AddResult, MemoryRecord
 
 if TYPE_CHECKING:
     from agentrecall.stores.sqlite.export import SnapshotSink
@@ -50,13 +52,17 @@ _RETRYABLE = frozenset({"40P01", "40001"})
 
 
 class _Shared:
-    """What a store and its views share: the pools, and the store's tables once known."""
+    """What a store and its scope views share: the pools, their tables, known scope numbers.
+
+    The tables are known once set up; scope numbers as :func:`.writes.scope_number` learns them.
+    """
 
     def __init__(self, pool: AsyncPostgresPool, replica: Replica | None) -> None:
         self.pool = pool
         self.replica = replica
         self.tables: Tables | None = None
         self.lock: asyncio.Lock | None = None
+        self.scopes: dict[Scope, int] = {}
 
 
 class PostgresStore(front.StoreFront):
@@ -358,7 +364,33 @@ class PostgresStore(front.StoreFront):
                 check_items(items)
             checked, found = True, await self._prepare([content for content, _ in items])
         new = writes.NewMemories(items, utc_timestamp(), expires_at, checked)
-        return await self._write(writes.add, self._scope, new, found, model=found is not None)
+        if len(items) == 1 and found is None:
+            return [await self._add_alone(new)]
+        known = self._shared.scopes
+        # COPY, which larger batches use, cannot run in pipeline mode.
+        pipelined = len(items) <= writes.COPY_AFTER
+        return await self._write(
+            writes.add, self._scope, new, found, known, model=found is not None, pipelined=pipelined
+        )
+
+    async def _add_alone(self, new: writes.NewMemories) -> AddResult:
+        """Add one memory without a vector in one statement (:func:`.writes.add_alone`)."""
+        (row,) = new.rows(0, 1)  # first: a bad item is refused before any I/O
+        tables = await self._ready()
+        assert tables is not None, "a writable store's tables exist once it is ready"
+        number = self._shared.scopes.get(self._scope)
+        if number is None:
+            lookup = functools.partial(
+                writes.scope_number, scope=self._scope, known=self._shared.scopes
+            )
+            number = await self._transaction(lookup, tables)
+        add = functools.partial(writes.add_alone, scope=number, row=row, now=new.now)
+        while True:
+            # Each run either stores the row or reads its holder, unless a concurrent add
+            # committed the holder meanwhile: the next run's snapshot shows it.
+            memory_id = await self._transaction(add, tables, alone=True)
+            if memory_id is not None:
+                return AddResult(id=memory_id)
 
     async def _add_many(self, batch: front.Items, expires_at: str | None) -> front.AddResults:
         # Each chunk is checked as it is built, in a thread; a bad item still stores nothing
@@ -523,11 +555,18 @@ class PostgresStore(front.StoreFront):
                 return answer[0]
         return await self._transaction(work, tables, read=True)
 
-    async def _write(self, work: Callable[..., Awaitable[T]], *args: Any, model: bool = False) -> T:
+    async def _write(
+        self,
+        work: Callable[..., Awaitable[T]],
+        *args: Any,
+        model: bool = False,
+        pipelined: bool = False,
+    ) -> T:
         """Run one of :mod:`.writes`' or :mod:`.imports`' transactions.
 
         With ``model`` (the write stores vectors), the store's vectors must be this embedder's
         model, checked in the transaction, which a reindex switching model then waits for.
+        ``pipelined``: see :meth:`_transaction`.
         """
         tables = await self._ready()
         assert tables is not None, "a writable store's tables exist once it is ready"
@@ -537,7 +576,7 @@ class PostgresStore(front.StoreFront):
                 await vectors.check_model(connection, tables, self._vectors, " FOR SHARE")
             return await work(connection, tables, *args)
 
-        return await self._transaction(run, tables)
+        return await self._transaction(run, tables, pipelined=pipelined)
 
     async def _transaction(
         self,
@@ -545,14 +584,27 @@ class PostgresStore(front.StoreFront):
         tables: Tables,
         *,
         read: bool = False,
+        pipelined: bool = False,
+        alone: bool = False,
     ) -> T:
-        """Run ``work`` in one transaction on the primary; after a write, note its position."""
+        """Run ``work`` in one transaction on the primary; after a write, note its position.
+
+        It runs again after a deadlock (up to :data:`RETRIES` times). ``pipelined`` runs it in
+        pipeline mode: statements are sent without waiting for the results of those before,
+        until ``work`` reads one (so ``work`` must not use ``COPY``); the transaction's start
+        then travels with its first statements. ``alone``: ``work`` is one statement, run in
+        autocommit mode as its own transaction.
+        """
         replica = None if read else self._shared.replica
 
         async def attempt() -> T:
             async with self._shared.pool.connection() as connection:
-                async with connection.transaction():
+                if alone:
                     found = await work(connection, tables)
+                else:
+                    pipeline = connection.pipeline() if pipelined else contextlib.nullcontext()
+                    async with pipeline, connection.transaction():
+                        found = await work(connection, tables)
                 if replica is not None:
                     await replica.record(connection)
                 return found

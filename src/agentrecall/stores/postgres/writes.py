@@ -40,6 +40,18 @@ COLUMNS = "id, content, content_hash, metadata, created_at, updated_at, expires_
 _TYPES = ("text", "text", "bytea", "jsonb", "text", "text", "text", "tsvector", "integer")
 
 
+DEDUP = "ON CONFLICT (scope, content_hash) DO NOTHING"
+"""How an add skips a content its scope holds (a taken id still fails, as it must)."""
+
+_EXPIRED = "m.store = %s AND m.expires_at IS NOT NULL AND m.expires_at <= %s"
+"""The condition (over ``m``, with the store and the time) of memories due to expire."""
+
+_KEEP = (
+    "INSERT INTO {history} (store, id, scope, content, metadata, changed_at, change, reason) "
+    "SELECT store, id, scope, content, metadata, %s, %s, %s FROM gone ORDER BY seq"
+)
+"""Copies the memories of ``gone`` into the history, with the time, the change and a reason."""
+
 CHUNK = 2_000
 """Rows a large add builds at a time: the next chunk is built (in a thread) while the server
 inserts the one before, which made imports about twice as fast as building every row first."""
@@ -76,28 +88,83 @@ async def add(
     scope: Scope,
     new: NewMemories,
     found: dict[str, str] | None = None,
+    known: dict[Scope, int] | None = None,
 ) -> list[AddResult]:
     """Insert new memories into ``scope``, duplicates skipped; return each item's memory id.
 
-    With ``found`` (each content's vector), the new memories' vectors go in too.
+    With ``found`` (each content's vector), the new memories' vectors go in too; ``known``
+    caches scope numbers (see :func:`scope_number`). No statement waits for the result of the
+    one before unless it needs it, so on a connection in pipeline mode the purge, the insert
+    and the transaction's start reach the server together.
     """
     await purge_expired(connection, tables, new.now)
-    number = await scope_number(connection, tables, scope)
+    number = await scope_number(connection, tables, scope, known)
     rows: list[Row] = []
-    inserted: list[tuple[str, bytes]] = []
+    held: dict[bytes, str] = {}
     async for chunk in _built(new):
         rows += chunk
-        inserted += await insert(connection, tables, number, chunk, "ON CONFLICT DO NOTHING", found)
-    held = {key: memory_id for memory_id, key in inserted}
-    missing = list({row[2] for row in rows} - held.keys())
-    if missing:
+        inserted = await insert(connection, tables, number, chunk, DEDUP, found)
+        held.update((key, memory_id) for memory_id, key in inserted)
+    await _settle(connection, tables, number, rows, held, found)
+    return [AddResult(id=held[row[2]]) for row in rows]
+
+
+async def _settle(
+    connection: Connection,
+    tables: Tables,
+    scope: int,
+    rows: Sequence[Row],
+    held: dict[bytes, str],
+    found: dict[str, str] | None,
+) -> None:
+    """Complete ``held`` (content hash to id) for every row the insert skipped as held.
+
+    A skipped row's holder is read after the insert, in a statement of its own (so, under
+    READ COMMITTED, one that sees a holder committed by a concurrent add). Another client may
+    have deleted the holder in between: such rows are inserted again, in this transaction,
+    until each is either stored or its holder read.
+    """
+    first: dict[bytes, Row] = {}
+    for row in rows:
+        first.setdefault(row[2], row)
+    while missing := [key for key in first if key not in held]:
         cursor = await connection.execute(
             f"SELECT content_hash, id FROM {tables.memories} "
             "WHERE scope = %s AND content_hash = ANY(%s)",
-            [number, missing],
+            [scope, missing],
         )
         held.update({bytes(key): memory_id for key, memory_id in await cursor.fetchall()})
-    return [AddResult(id=held[row[2]]) for row in rows]
+        vanished = [first[key] for key in missing if key not in held]
+        if vanished:
+            inserted = await insert(connection, tables, scope, vanished, DEDUP, found)
+            held.update((key, memory_id) for memory_id, key in inserted)
+
+
+async def add_alone(
+    connection: Connection, tables: Tables, scope: int, row: Row, now: str
+) -> str | None:
+    """Add one memory to scope number ``scope`` in one statement; return its memory id.
+
+    On a connection in autocommit mode the statement is the whole transaction: one round trip
+    and one commit. It moves the store's expired memories to the history, then inserts
+    ``row`` (:data:`DEDUP`) and, when its content was held, reads the holder's id as the
+    statement's snapshot shows it. ``None`` when the snapshot does not show it (it was
+    committed after the statement began, and maybe deleted since): running the statement
+    again then either inserts the row or reads the holder, as the next snapshot shows it.
+    """
+    cursor = await connection.execute(
+        f"WITH gone AS (DELETE FROM {tables.memories} AS m WHERE {_EXPIRED} RETURNING m.*), "
+        f"kept AS ({_KEEP.format(history=tables.history)} RETURNING 1), "
+        f"added AS (INSERT INTO {tables.memories} (store, scope, {COLUMNS}) "
+        "SELECT %s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s::tsvector, %s "
+        # Reading the purge first: an expired copy of the content is gone before the insert.
+        f"WHERE (SELECT count(*) FROM kept) >= 0 {DEDUP} RETURNING id) "
+        f"SELECT id FROM added UNION ALL SELECT id FROM {tables.memories} "
+        "WHERE scope = %s AND content_hash = %s AND NOT EXISTS (SELECT FROM added)",
+        [tables.store, now, now, "expire", None, tables.store, scope, *row, scope, row[2]],
+    )
+    found = await cursor.fetchone()
+    return None if found is None else str(found[0])
 
 
 async def _built(new: NewMemories) -> AsyncIterator[list[Row]]:
@@ -172,8 +239,17 @@ async def insert(
     return [(row[1], bytes(row[2])) for row in new]
 
 
-async def scope_number(connection: Connection, tables: Tables, scope: Scope) -> int:
-    """Return the number of ``scope`` in the store's scopes, adding its row the first time."""
+async def scope_number(
+    connection: Connection, tables: Tables, scope: Scope, known: dict[Scope, int] | None = None
+) -> int:
+    """Return the number of ``scope`` in the store's scopes, adding its row the first time.
+
+    ``known`` caches the numbers of scopes whose row was already committed: a scope's row is
+    never deleted nor renumbered, so a cached number stays right. A row this transaction adds
+    is not cached, since the transaction may still roll back.
+    """
+    if known is not None and scope in known:
+        return known[scope]
     ids = list(scope.columns().values())
     cursor = await connection.execute(
         f"INSERT INTO {tables.scopes} (store, user_id, agent_id, session_id) "
@@ -189,7 +265,9 @@ async def scope_number(connection: Connection, tables: Tables, scope: Scope) -> 
             [tables.store, *(value or "" for value in ids)],
         )
         row = await cursor.fetchone()
-    assert row is not None, "a scope row exists once its insert conflicted"
+        assert row is not None, "a scope row exists once its insert conflicted"
+        if known is not None:
+            known[scope] = int(row[0])
     return int(row[0])
 
 
@@ -269,7 +347,7 @@ async def purge_expired(connection: Connection, tables: Tables, now: str) -> Non
     await keep_versions(
         connection,
         tables,
-        "m.store = %s AND m.expires_at IS NOT NULL AND m.expires_at <= %s",
+        _EXPIRED,
         [tables.store, now],
         now,
         "expire",
@@ -298,9 +376,7 @@ async def keep_versions(
         else f"SELECT m.* FROM {tables.memories} AS m WHERE {condition}"
     )
     cursor = await connection.execute(
-        f"WITH gone AS ({source}) INSERT INTO {tables.history} "
-        "(store, id, scope, content, metadata, changed_at, change, reason) "
-        "SELECT store, id, scope, content, metadata, %s, %s, %s FROM gone ORDER BY seq",
+        f"WITH gone AS ({source}) {_KEEP.format(history=tables.history)}",
         [*params, now, change, reason],
     )
     return cursor.rowcount

@@ -1,0 +1,125 @@
+"""Adds racing other clients' writes of the same contents, on the real server."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+import psycopg
+import pytest
+
+from agentrecall import PostgresStore
+
+GATE = 16
+"""The advisory lock (one bigint key) the test holds to stop an add after its insert."""
+
+CONTENT = "A memory deleted by one client while another adds it again"
+
+
+async def _until_an_insert_waits(gate: psycopg.AsyncConnection[object]) -> None:
+    """Return once a session waits for the gate (its insert statement has run)."""
+    while True:
+        cursor = await gate.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = %s "
+            "AND NOT granted",
+            [GATE],
+        )
+        row = await cursor.fetchone()
+        if row is not None and row[0]:
+            return
+        await asyncio.sleep(0.01)
+
+
+async def _until_blocked(gate: psycopg.AsyncConnection[object], sessions: int) -> None:
+    """Return once ``sessions`` sessions wait for a lock (the gate, or another's row)."""
+    while True:
+        cursor = await gate.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+            "AND datname = current_database()"
+        )
+        row = await cursor.fetchone()
+        if row is not None and row[0] >= sessions:
+            return
+        await asyncio.sleep(0.01)
+
+
+@contextlib.asynccontextmanager
+async def _gated(dsn: str) -> AsyncIterator[psycopg.AsyncConnection[object]]:
+    """Make every insert into the memories wait, at its end, for an advisory lock held here.
+
+    The lock is held until the block releases it (``pg_advisory_unlock``).
+    """
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as gate:
+        await gate.execute(
+            "CREATE FUNCTION public.wait_for_gate() RETURNS trigger LANGUAGE plpgsql AS "
+            f"$$ BEGIN PERFORM pg_advisory_xact_lock_shared({GATE}); RETURN NULL; END $$"
+        )
+        await gate.execute(
+            "CREATE TRIGGER zz_gate AFTER INSERT ON agentrecall.memories "
+            "FOR EACH STATEMENT EXECUTE FUNCTION public.wait_for_gate()"
+        )
+        await gate.execute("SELECT pg_advisory_lock(%s)", [GATE])
+        yield gate
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("batch", [False, True], ids=["add", "add_many"])
+async def test_an_add_whose_held_copy_is_deleted_meanwhile_never_fails(
+    postgres_dsn: str, batch: bool
+) -> None:
+    """The held copy is deleted (and committed) while the add that skipped its row runs.
+
+    The add's insert has found the copy and skipped its row when it waits at the gate; the
+    delete commits meanwhile. The add then returns either the held copy's id (it saw the copy
+    before the delete, in the snapshot of its single statement) or the id of the memory it
+    stored again; a batch, which reads holders after its insert, stores it again. Before, a
+    read of the holder that found nothing raised ``KeyError``.
+    """
+    adder, deleter = PostgresStore(postgres_dsn), PostgresStore(postgres_dsn)
+    held = await deleter.add(CONTENT)
+    await adder.add("A memory that makes the adder know its scope")
+    async with _gated(postgres_dsn) as gate:
+        if batch:
+            adding = asyncio.ensure_future(adder.add_many([(CONTENT, None), ("Another", None)]))
+        else:
+            adding = asyncio.ensure_future(adder.add(CONTENT))
+        await _until_an_insert_waits(gate)
+        assert await deleter.delete(held.id)
+        await gate.execute("SELECT pg_advisory_unlock(%s)", [GATE])
+        added = await adding
+    first = added[0] if isinstance(added, list) else added
+    stored = {record.content: record.id for record in await deleter.list()}
+    if batch or first.id != held.id:
+        assert stored[CONTENT] == first.id != held.id
+    else:
+        assert CONTENT not in stored
+    assert len(stored) == (3 if batch else 1)
+    assert [version.content for version in await deleter.history(held.id)] == [CONTENT]
+    for store in (adder, deleter):
+        await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_an_add_racing_an_uncommitted_add_of_the_same_content_returns_its_id(
+    postgres_dsn: str,
+) -> None:
+    """One add of a content waits, uncommitted, at the gate; another add of it starts then.
+
+    The second add's insert waits for the first's row and, once that commits, skips its own;
+    its snapshot predates the commit, so it must look again. Both return the one stored id.
+    """
+    first, second = PostgresStore(postgres_dsn), PostgresStore(postgres_dsn)
+    for store in (first, second):
+        await store.add(f"A memory that makes {id(store)} know its scope")
+    async with _gated(postgres_dsn) as gate:
+        holding = asyncio.ensure_future(first.add(CONTENT))
+        await _until_an_insert_waits(gate)
+        racing = asyncio.ensure_future(second.add(CONTENT))
+        await _until_blocked(gate, 2)
+        await gate.execute("SELECT pg_advisory_unlock(%s)", [GATE])
+        held, raced = await holding, await racing
+    assert raced.id == held.id
+    assert [record.id for record in await first.list() if record.content == CONTENT] == [held.id]
+    for store in (first, second):
+        await store.aclose()
