@@ -276,19 +276,23 @@ class PostgresStore(front.StoreFront):
         tables = await self._ready()
         assert tables is not None, "a writable store's tables exist once it is ready"
         start = functools.partial(reindex.start, schema=self._schema, model=model)
-        total = await self._transaction(start, tables)
-        done = added = after = 0
+        plan = await self._transaction(start, tables)
+        index = functools.partial(vectors.build_index, dimension=model.dimension)
+        if plan.defer:
+            await self._outside(functools.partial(vectors.drop_index, dimension=model.dimension))
         if progress is not None:
-            progress(0, total)
-        while rows := await self._transaction(
-            functools.partial(reindex.pending, after=after, limit=batch), tables
-        ):
-            found = await model.prepare([content for _, content in rows])
+            progress(0, plan.total)
+
+        async def read(after: int) -> reindex.Rows:
+            pending = functools.partial(reindex.pending, after=after, limit=batch)
+            return await self._transaction(pending, tables)
+
+        async def write(rows: reindex.Rows, found: dict[str, str]) -> int:
             store = functools.partial(reindex.store, model=model, rows=rows, found=found)
-            added += await self._transaction(store, tables)
-            after, done = rows[-1][0], done + len(rows)
-            if progress is not None:
-                progress(done, max(total, done))
+            return await self._transaction(store, tables)
+
+        added = await reindex.fill(read, write, model, progress, plan.total)
+        await self._outside(index)
         return added
 
     # --- the hooks of StoreFront ----------------------------------------------------------
@@ -461,6 +465,13 @@ class PostgresStore(front.StoreFront):
             return await work(connection, tables, *args)
 
         return await self._transaction(run, tables)
+
+    async def _outside(self, work: Callable[[Connection, Tables], Awaitable[T]]) -> T:
+        """Run ``work`` outside any transaction (autocommit), as ``CONCURRENTLY`` DDL must be."""
+        tables = self._shared.tables
+        assert tables is not None, "the store is ready before it builds an index"
+        async with self._shared.pool.connection() as connection:
+            return await work(connection, tables)
 
     async def _transaction(
         self, work: Callable[[Connection, Tables], Awaitable[T]], tables: Tables

@@ -89,7 +89,7 @@ async def enable(connection: Connection, tables: Tables, vectors: Vectors) -> No
         if await cursor.fetchone() is not None:
             return  # the index is the held model's, which a reindex replaces
         await _record(connection, tables, vectors, held[1])
-    await _index(connection, tables, vectors.dimension)
+    await index_if_empty(connection, tables, vectors.dimension)
 
 
 async def switch(connection: Connection, tables: Tables, vectors: Vectors) -> None:
@@ -97,6 +97,7 @@ async def switch(connection: Connection, tables: Tables, vectors: Vectors) -> No
 
     Runs under the schema's advisory lock; the store's row stays locked until the transaction
     ends, so a write holding vectors of the old model (:func:`check_model`) finishes first.
+    The index is left to the caller (:func:`index_if_empty` or :func:`build_index`).
     """
     held = await _held(connection, tables, " FOR UPDATE")
     if held != (vectors.model_id, vectors.dimension):
@@ -104,7 +105,6 @@ async def switch(connection: Connection, tables: Tables, vectors: Vectors) -> No
             f"DELETE FROM {tables.schema}.vectors WHERE store = %s", [tables.store]
         )
         await _record(connection, tables, vectors, held[1])
-    await _index(connection, tables, vectors.dimension)
 
 
 async def check_model(connection: Connection, tables: Tables, vectors: Vectors, lock: str) -> None:
@@ -148,31 +148,143 @@ async def _record(connection: Connection, tables: Tables, vectors: Vectors, old:
         await connection.execute(f"DROP INDEX IF EXISTS {tables.schema}.{name}")
 
 
-async def _index(connection: Connection, tables: Tables, dimension: int) -> None:
-    """Create the extension if possible, and the store's HNSW index for ``dimension``.
+async def index_if_empty(connection: Connection, tables: Tables, dimension: int) -> None:
+    """Create the extension if possible, and the store's HNSW index while it holds no vectors.
 
+    Created in the caller's transaction, which is cheap only while the store holds no vectors
+    of ``dimension``: a store holding some without an index (an interrupted bulk load) gets
+    it from :func:`build_index` instead, without blocking writers; searches meanwhile scan.
     The index holds only vectors of that dimension: deleted vectors of another model that a
     snapshot may still see are left out rather than failing the cast (an index made before
     this condition, on the store alone, serves searches as well).
     """
-    if not await _has_extension(connection):
-        try:
-            async with connection.transaction():
-                await connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        except (errors.InsufficientPrivilege, errors.UndefinedFile, errors.FeatureNotSupported):
-            return
+    if not await _create_extension(connection):
+        return
     dimension = int(dimension)
-    await connection.execute(
-        f"CREATE INDEX IF NOT EXISTS {_index_name(tables, dimension)} "
-        f"ON {tables.schema}.vectors USING hnsw ((embedding::vector({dimension})) "
+    cursor = await connection.execute(
+        f"SELECT 1 FROM {tables.schema}.vectors WHERE store = %s "
+        "AND cardinality(embedding) = %s LIMIT 1",
+        [tables.store, dimension],
+    )
+    if await cursor.fetchone() is None:
+        await connection.execute(_create_index(tables, dimension, ""))
+
+
+async def _create_extension(connection: Connection) -> bool:
+    """Create pgvector unless it is there; return whether it is (a role may not create it)."""
+    if await _has_extension(connection):
+        return True
+    try:
+        async with connection.transaction():
+            await connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except (errors.InsufficientPrivilege, errors.UndefinedFile, errors.FeatureNotSupported):
+        return False
+    return True
+
+
+def _create_index(tables: Tables, dimension: int, how: str) -> str:
+    """The statement creating the store's HNSW index for ``dimension`` (``how``: CONCURRENTLY)."""
+    return (
+        f"CREATE INDEX {how} IF NOT EXISTS {_index_name(tables, dimension)} "
+        f"ON {tables.schema}.vectors USING hnsw ((embedding::vector({int(dimension)})) "
         f"vector_cosine_ops) WHERE store = {int(tables.store)} "
-        f"AND cardinality(embedding) = {dimension}"
+        f"AND cardinality(embedding) = {int(dimension)}"
     )
 
 
 def _index_name(tables: Tables, dimension: int) -> str:
     """The quoted name (in the store's schema) of its HNSW index for vectors of ``dimension``."""
     return f'"vectors_hnsw_{int(tables.store)}_{int(dimension)}"'
+
+
+BUILD_WORKERS = 4
+"""Parallel workers PostgreSQL may add to the leader of an index build (its
+``max_parallel_maintenance_workers`` and ``max_worker_processes`` still cap them)."""
+
+BUILD_MEMORY_MB = (64, 8_192)
+"""The least and most ``maintenance_work_mem`` of an index build, in MB. Between the two, the
+graph's estimated size: pgvector builds in memory while the graph fits, several times as fast
+as once it spills to the index's pages."""
+
+
+def build_memory(count: int, dimension: int) -> int:
+    """Return the ``maintenance_work_mem`` (MB) for an HNSW graph of ``count`` vectors.
+
+    A graph element holds its vector (4 bytes a number) and up to 32 neighbours on the
+    lowest layer (about 1 kB with their distances and the element's own fields).
+    """
+    estimate = count * (4 * dimension + 1_024) * 5 // 4 // 2**20
+    low, high = BUILD_MEMORY_MB
+    return max(low, min(high, estimate))
+
+
+async def build_index(connection: Connection, tables: Tables, dimension: int) -> bool:
+    """Build the store's HNSW index for ``dimension`` unless it is there; return whether built.
+
+    Run outside any transaction (the connection in autocommit): ``CREATE INDEX CONCURRENTLY``
+    builds the graph once from the stored vectors, with :func:`build_memory` and
+    :data:`BUILD_WORKERS` set for this build only, while other clients keep reading and
+    writing every store (vectors written meanwhile go into the index too). One build per
+    index at a time: a session-level advisory lock per store and dimension; a caller that
+    finds it held returns, the other build covering its vectors. An invalid index (a build
+    interrupted) is dropped and built again. Without pgvector nothing is built.
+    """
+    if not await _has_extension(connection):
+        return False
+    dimension, name = int(dimension), _index_name(tables, dimension)
+    key = [f"agentrecall-index:{tables.schema}:{dimension}", int(tables.store)]
+    cursor = await connection.execute("SELECT pg_try_advisory_lock(hashtext(%s), %s)", key)
+    row = await cursor.fetchone()
+    if not (row and row[0]):
+        return False
+    try:
+        valid = await _index_valid(connection, tables, name)
+        if valid:
+            return False
+        if valid is not None:
+            await connection.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {tables.schema}.{name}")
+        count = await _count(connection, tables, dimension)
+        await connection.execute(f"SET maintenance_work_mem = '{build_memory(count, dimension)}MB'")
+        await connection.execute(f"SET max_parallel_maintenance_workers = {BUILD_WORKERS}")
+        try:
+            await connection.execute(_create_index(tables, dimension, "CONCURRENTLY"))
+        finally:
+            await connection.execute("RESET maintenance_work_mem")
+            await connection.execute("RESET max_parallel_maintenance_workers")
+        return True
+    finally:
+        await connection.execute("SELECT pg_advisory_unlock(hashtext(%s), %s)", key)
+
+
+async def drop_index(connection: Connection, tables: Tables, dimension: int) -> None:
+    """Drop the store's HNSW index for ``dimension``, so a bulk load need not keep it up to date.
+
+    Run outside any transaction: ``DROP INDEX CONCURRENTLY`` waits for the searches using the
+    index and blocks no one. Until :func:`build_index` runs, searches scan the store's vectors
+    (exact, slower); other stores' indexes are untouched.
+    """
+    name = _index_name(tables, int(dimension))
+    await connection.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {tables.schema}.{name}")
+
+
+async def _index_valid(connection: Connection, tables: Tables, name: str) -> bool | None:
+    """Return whether the index ``name`` (quoted) is valid, ``None`` when it does not exist."""
+    cursor = await connection.execute(
+        "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)",
+        [f"{tables.schema}.{name}"],
+    )
+    row = await cursor.fetchone()
+    return None if row is None else bool(row[0])
+
+
+async def _count(connection: Connection, tables: Tables, dimension: int) -> int:
+    cursor = await connection.execute(
+        f"SELECT count(*) FROM {tables.schema}.vectors WHERE store = %s "
+        "AND cardinality(embedding) = %s",
+        [tables.store, dimension],
+    )
+    row = await cursor.fetchone()
+    return int(row[0]) if row else 0
 
 
 async def store_new(
