@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import timedelta
@@ -307,7 +308,10 @@ class PostgresStore(front.StoreFront):
                 check_items(items)
             checked, found = True, await self._prepare([content for content, _ in items])
         new = writes.NewMemories(items, utc_timestamp(), expires_at, checked)
-        return await self._write(writes.add, self._scope, new, found, model=found is not None)
+        write = functools.partial(
+            self._write, writes.add, self._scope, new, found, model=found is not None
+        )
+        return await self._indexed_after(len(items) if found else 0, write)
 
     async def _add_many(self, batch: front.Items, expires_at: str | None) -> front.AddResults:
         # Each chunk is checked as it is built, in a thread; a bad item still stores nothing
@@ -318,8 +322,15 @@ class PostgresStore(front.StoreFront):
         # Texts that cannot be memories are left to the import's checks, which refuse them.
         texts = [r.content for r in records if isinstance(getattr(r, "content", None), str)]
         found = await self._prepare(texts)
-        write = imports.import_records
-        return await self._write(write, self._scope, records, found, model=found is not None)
+        write = functools.partial(
+            self._write,
+            imports.import_records,
+            self._scope,
+            records,
+            found,
+            model=found is not None,
+        )
+        return await self._indexed_after(len(records) if found else 0, write)
 
     async def _import_versions(self, versions: front.Versions) -> int:
         return await self._write(imports.import_versions, self._scope, versions)
@@ -465,6 +476,37 @@ class PostgresStore(front.StoreFront):
             return await work(connection, tables, *args)
 
         return await self._transaction(run, tables)
+
+    async def _indexed_after(self, count: int, write: Callable[[], Awaitable[T]]) -> T:
+        """Run ``write``, which stores ``count`` vectors; a large one builds the index after.
+
+        When :func:`.reindex.defers` says rebuilding is cheaper than keeping the store's HNSW
+        index up to date for ``count`` vectors (the store's memory count standing for its
+        vectors), the index is dropped first and built once after the write (see
+        :func:`.vectors.build_index`): meanwhile searches scan the store's vectors, exact and
+        slower, and other stores' indexes are untouched. A write that fails still rebuilds
+        the index, quietly; a failed rebuild after a committed write raises (repeating the
+        write is harmless: its memories are held). A call cancelled or interrupted meanwhile
+        leaves the index to the next :meth:`reindex` or large write.
+        """
+        model = self._vectors
+        if model is None or count < reindex.DEFER_AT:
+            return await write()
+        tables = await self._ready()
+        assert tables is not None, "a writable store's tables exist once it is ready"
+        held = await self._transaction(functools.partial(vectors.held, model=model), tables)
+        if not reindex.defers(count, held):
+            return await write()
+        await self._outside(functools.partial(vectors.drop_index, dimension=model.dimension))
+        build = functools.partial(vectors.build_index, dimension=model.dimension)
+        try:
+            result = await write()
+        except Exception:
+            with contextlib.suppress(StorageError):
+                await self._outside(build)
+            raise
+        await self._outside(build)
+        return result
 
     async def _outside(self, work: Callable[[Connection, Tables], Awaitable[T]]) -> T:
         """Run ``work`` outside any transaction (autocommit), as ``CONCURRENTLY`` DDL must be."""

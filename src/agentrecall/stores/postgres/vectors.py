@@ -267,6 +267,23 @@ async def drop_index(connection: Connection, tables: Tables, dimension: int) -> 
     await connection.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {tables.schema}.{name}")
 
 
+async def held(connection: Connection, tables: Tables, model: Vectors) -> int:
+    """Return how many memories the store holds, refusing a write of another model's vectors.
+
+    The count (kept by triggers, so a cheap read) bounds the vectors the store holds.
+
+    Raises:
+        InvalidArgumentError: the store's vectors were made by another model or dimension.
+    """
+    await check_model(connection, tables, model, "")
+    cursor = await connection.execute(
+        f"SELECT coalesce(sum(memories), 0) FROM {tables.schema}.store_stats WHERE store = %s",
+        [tables.store],
+    )
+    row = await cursor.fetchone()
+    return int(row[0]) if row else 0
+
+
 async def _index_valid(connection: Connection, tables: Tables, name: str) -> bool | None:
     """Return whether the index ``name`` (quoted) is valid, ``None`` when it does not exist."""
     cursor = await connection.execute(
