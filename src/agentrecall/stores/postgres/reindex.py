@@ -107,18 +107,10 @@ async def store(
         InvalidArgumentError: another process switched the store to another model meanwhile.
     """
     await vectors.check_model(connection, tables, model, " FOR SHARE")
-    await connection.execute(
-        "CREATE TEMPORARY TABLE IF NOT EXISTS agentrecall_vectors "
-        "(seq bigint, content text, embedding real[]) ON COMMIT DELETE ROWS"
-    )
-    async with connection.cursor().copy(
-        "COPY agentrecall_vectors (seq, content, embedding) FROM STDIN"
-    ) as copy:
-        for seq, content in rows:
-            await copy.write_row((seq, content, found[content]))
+    await vectors.stage(connection, [(seq, content, found[content]) for seq, content in rows])
     cursor = await connection.execute(
         f"INSERT INTO {tables.schema}.vectors (seq, store, embedding) "
-        "SELECT m.seq, m.store, t.embedding FROM agentrecall_vectors AS t "
+        f"SELECT m.seq, m.store, t.embedding FROM {vectors.STAGING} AS t "
         f"JOIN {tables.memories} AS m ON m.seq = t.seq AND m.content = t.content "
         "WHERE m.store = %s ON CONFLICT (seq) DO NOTHING",
         [tables.store],

@@ -308,13 +308,45 @@ async def store_new(
     connection: Connection, tables: Tables, rows: Sequence[tuple[int, str]], found: dict[str, str]
 ) -> None:
     """Store the vectors of new memories ``(seq, content)``, each its content's."""
-    if rows:
+    target = f"INSERT INTO {tables.schema}.vectors (seq, store, embedding) "
+    replace = "ON CONFLICT (seq) DO UPDATE SET embedding = excluded.embedding"
+    if len(rows) > COPY_AFTER:
+        await stage(connection, [(seq, None, found[content]) for seq, content in rows])
         await connection.execute(
-            f"INSERT INTO {tables.schema}.vectors (seq, store, embedding) "
-            "SELECT seq, %s, embedding::real[] FROM unnest(%s::bigint[], %s::text[]) "
-            "AS t (seq, embedding) ON CONFLICT (seq) DO UPDATE SET embedding = excluded.embedding",
+            f"{target} SELECT seq, %s, embedding FROM {STAGING} {replace}", [tables.store]
+        )
+    elif rows:
+        await connection.execute(
+            f"{target} SELECT seq, %s, embedding::real[] FROM unnest(%s::bigint[], %s::text[]) "
+            f"AS t (seq, embedding) {replace}",
             [tables.store, [seq for seq, _ in rows], [found[content] for _, content in rows]],
         )
+
+
+COPY_AFTER = 1_000
+"""Vectors from which a write copies them in (:func:`stage`) rather than sending an array."""
+
+STAGING = "agentrecall_vectors"
+"""The temporary table vectors are copied into, ``(seq, content, embedding)``: emptied at the
+end of each transaction."""
+
+
+async def stage(connection: Connection, rows: Sequence[tuple[int, str | None, str]]) -> None:
+    """Copy ``(seq, content, embedding as real[] text)`` rows into :data:`STAGING`, alone.
+
+    ``COPY`` parses each vector straight into its array, so the server does not first parse
+    a statement parameter holding them all.
+    """
+    await connection.execute(
+        f"CREATE TEMPORARY TABLE IF NOT EXISTS {STAGING} "
+        "(seq bigint, content text, embedding real[]) ON COMMIT DELETE ROWS"
+    )
+    await connection.execute(f"TRUNCATE {STAGING}")  # a batch staged earlier in the transaction
+    async with connection.cursor().copy(
+        f"COPY {STAGING} (seq, content, embedding) FROM STDIN"
+    ) as copy:
+        for row in rows:
+            await copy.write_row(row)
 
 
 async def nearest(
