@@ -258,7 +258,12 @@ class PostgresStore(front.StoreFront):
         and rebuilt with this one, which the store then records. Runs a batch at a time, each
         its own transaction, the model out of any transaction: an interrupted reindex keeps
         what it did, and running it again does the rest. Meanwhile semantic search finds the
-        memories already done.
+        memories already done. With many vectors to store (at least
+        :data:`.reindex.DEFER_AT`, and half as many as the store holds), the store's HNSW index
+        is dropped first and built once at the end, concurrently (other clients keep reading
+        and writing; searches meanwhile scan the store's vectors, exact and slower); every
+        reindex ends by building the index if it is missing, so the next one after an
+        interruption finishes it.
 
         Args:
             progress: called as ``progress(done, total)`` with ``done == 0`` first and after

@@ -4,8 +4,15 @@ Storing a vector needs no extension: ``vectors (seq, store, embedding real[])`` 
 table (migration 2), so writes work on any server. Search by meaning needs pgvector: the
 store's vectors are cast to ``vector(<dimension>)``, and an HNSW index (cosine) on exactly
 that expression, partial to the store, makes a search a walk of the graph rather than a scan.
-:func:`enable` creates the extension when it can, and the index; :func:`nearest` raises
-:class:`SemanticUnavailableError` naming the extension when the server lacks it.
+:func:`enable` creates the extension when it can, and the index of an empty store;
+:func:`nearest` raises :class:`SemanticUnavailableError` naming the extension when the server
+lacks it.
+
+Every vector stored while the index exists costs a search of the graph to link it in. A bulk
+load (a large reindex, ``add_many`` or import) therefore drops the store's index
+(:func:`drop_index`), stores its vectors, and builds the index once from them
+(:func:`build_index`, ``CREATE INDEX CONCURRENTLY`` with the memory and workers for the
+build). Without the index, searches scan the store's vectors: the same hits, slower.
 
 With a filter or a scope, pgvector's iterative scan (0.8 and later) reads further down the
 graph until enough rows meet the conditions; an older pgvector may return fewer hits.
