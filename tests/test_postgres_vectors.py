@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -118,4 +119,34 @@ async def test_a_large_add_of_another_model_keeps_the_held_index(postgres_dsn: s
     assert all(state == {OTHER: True, OWN: True} for state in seen)
     assert await store.count() == 1
     for one in (other, store, stranger):
+        await one.aclose()
+
+
+@pytest.mark.asyncio
+async def test_concurrent_large_and_small_writes_and_searches_leave_every_vector_indexed(
+    postgres_dsn: str,
+) -> None:
+    other, store = await _stores(postgres_dsn)
+    clients = [PostgresStore(postgres_dsn, embedder=HashEmbedder(64)) for _ in range(3)]
+
+    async def small_writes_and_searches() -> None:
+        for n in range(20):
+            await clients[2].add(f"A small note {n} about the garden")
+            assert (await clients[2].search(f"small note {n} garden"))[0].content.startswith(
+                "A small note"
+            )
+
+    await asyncio.gather(
+        clients[0].add_many([(f"First load, note {n}", None) for n in range(LARGE)]),
+        clients[1].add_many([(f"Second load, note {n}", None) for n in range(LARGE)]),
+        small_writes_and_searches(),
+    )
+    assert _indexes(postgres_dsn) == {OTHER: True, OWN: True}
+    with psycopg.connect(postgres_dsn) as connection:
+        row = connection.execute(
+            "SELECT count(*), count(v.seq) FROM agentrecall.memories AS m "
+            "LEFT JOIN agentrecall.vectors AS v ON v.seq = m.seq WHERE m.store = 2"
+        ).fetchone()
+    assert row == (2 * LARGE + 20, 2 * LARGE + 20)
+    for one in (other, store, *clients):
         await one.aclose()

@@ -502,7 +502,9 @@ class PostgresStore(front.StoreFront):
         held = await self._transaction(functools.partial(vectors.held, model=model), tables)
         if not reindex.defers(count, held):
             return await write()
-        await self._outside(functools.partial(vectors.drop_index, dimension=model.dimension))
+        drop = functools.partial(vectors.drop_index, dimension=model.dimension)
+        if not await self._outside(drop):
+            return await write()  # another client is building the index, which covers these
         build = functools.partial(vectors.build_index, dimension=model.dimension)
         try:
             result = await write()

@@ -21,7 +21,8 @@ graph until enough rows meet the conditions; an older pgvector may return fewer 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import contextlib
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -231,21 +232,16 @@ async def build_index(connection: Connection, tables: Tables, dimension: int) ->
     Run outside any transaction (the connection in autocommit): ``CREATE INDEX CONCURRENTLY``
     builds the graph once from the stored vectors, with :func:`build_memory` and
     :data:`BUILD_WORKERS` set for this build only, while other clients keep reading and
-    writing every store (vectors written meanwhile go into the index too). One build per
-    index at a time: a session-level advisory lock per store and dimension; a caller that
-    finds it held returns, the other build covering its vectors. An invalid index (a build
-    interrupted) is dropped and built again. Without pgvector nothing is built.
+    writing every store (vectors written meanwhile go into the index too). One build or drop
+    per index at a time (:func:`_alone`): a caller finding another's returns, that build
+    covering its vectors. An invalid index (a build interrupted) is dropped and built again.
+    Without pgvector nothing is built.
     """
     if not await _has_extension(connection):
         return False
     dimension, name = int(dimension), _index_name(tables, dimension)
-    key = [f"agentrecall-index:{tables.schema}:{dimension}", int(tables.store)]
-    cursor = await connection.execute("SELECT pg_try_advisory_lock(hashtext(%s), %s)", key)
-    row = await cursor.fetchone()
-    if not (row and row[0]):
-        return False
-    try:
-        valid = await _index_valid(connection, tables, name)
+    async with _alone(connection, tables, dimension) as alone:
+        valid = await _index_valid(connection, tables, name) if alone else True
         if valid:
             return False
         if valid is not None:
@@ -259,19 +255,41 @@ async def build_index(connection: Connection, tables: Tables, dimension: int) ->
             await connection.execute("RESET maintenance_work_mem")
             await connection.execute("RESET max_parallel_maintenance_workers")
         return True
-    finally:
-        await connection.execute("SELECT pg_advisory_unlock(hashtext(%s), %s)", key)
 
 
-async def drop_index(connection: Connection, tables: Tables, dimension: int) -> None:
+async def drop_index(connection: Connection, tables: Tables, dimension: int) -> bool:
     """Drop the store's HNSW index for ``dimension``, so a bulk load need not keep it up to date.
 
     Run outside any transaction: ``DROP INDEX CONCURRENTLY`` waits for the searches using the
     index and blocks no one. Until :func:`build_index` runs, searches scan the store's vectors
-    (exact, slower); other stores' indexes are untouched.
+    (exact, slower); other stores' indexes are untouched. Returns ``False``, dropping nothing,
+    while another client builds or drops the index (its build then covers the caller's
+    vectors, and the caller need not build).
     """
-    name = _index_name(tables, int(dimension))
-    await connection.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {tables.schema}.{name}")
+    async with _alone(connection, tables, int(dimension)) as alone:
+        if alone:
+            name = _index_name(tables, int(dimension))
+            await connection.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {tables.schema}.{name}")
+        return alone
+
+
+@contextlib.asynccontextmanager
+async def _alone(connection: Connection, tables: Tables, dimension: int) -> AsyncIterator[bool]:
+    """Hold the session advisory lock of the store's index for the block if free; yield whether.
+
+    Only a try: a session waiting for the lock while another builds the index concurrently
+    could deadlock with that build, which waits for older snapshots to end.
+    """
+    key = [f"agentrecall-index:{tables.schema}:{dimension}", int(tables.store)]
+    cursor = await connection.execute("SELECT pg_try_advisory_lock(hashtext(%s), %s)", key)
+    row = await cursor.fetchone()
+    if not (row and row[0]):
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        await connection.execute("SELECT pg_advisory_unlock(hashtext(%s), %s)", key)
 
 
 async def held(connection: Connection, tables: Tables, model: Vectors) -> int:
