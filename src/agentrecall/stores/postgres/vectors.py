@@ -124,7 +124,11 @@ async def check_model(connection: Connection, tables: Tables, vectors: Vectors, 
     Raises:
         InvalidArgumentError: the store's vectors were made by another model or dimension.
     """
-    held = await _held(connection, tables, lock)
+    _refuse_other(tables, vectors, await _held(connection, tables, lock))
+
+
+def _refuse_other(tables: Tables, vectors: Vectors, held: tuple[Any, Any]) -> None:
+    """Raise unless the store's recorded ``held`` model is none yet or that of ``vectors``."""
     if held[0] is not None and held != (vectors.model_id, vectors.dimension):
         raise InvalidArgumentError(
             f"store number {tables.store} holds vectors of model '{held[0]}' (dimension "
@@ -391,13 +395,21 @@ async def nearest(
         SemanticUnavailableError: the database lacks the pgvector extension.
         InvalidArgumentError: the store's vectors were made by another model.
     """
-    if not await _has_extension(connection):
+    # One round trip before the search: the extension, the store's model, and the walk's
+    # settings for this transaction (set_config(..., true) is SET LOCAL).
+    cursor = await connection.execute(
+        "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector'), model, dimension, "
+        f"set_config('hnsw.ef_search', '{int(EF_SEARCH)}', true), "
+        "set_config('hnsw.iterative_scan', 'relaxed_order', true) "
+        f"FROM {tables.schema}.stores WHERE store = %s",
+        [tables.store],
+    )
+    row = await cursor.fetchone()
+    if row is None or not row[0]:
         raise SemanticUnavailableError(INSTALL)
-    await check_model(connection, tables, vectors, "")
+    _refuse_other(tables, vectors, (row[1], row[2]))
     dimension = int(vectors.dimension)
     cast = f"vector({dimension})"
-    await connection.execute(f"SET LOCAL hnsw.ef_search = {EF_SEARCH}")
-    await connection.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
     distance = f"(v.embedding::{cast}) <=> %s::{cast}"
     cursor = await connection.execute(
         f"SELECT m.id, m.content, m.metadata::text, 1 - ({distance}) FROM "
