@@ -8,6 +8,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from postgres_fixtures import hnsw_indexes
 
 from agentrecall import InvalidArgumentError, PostgresStore, SQLiteStore, StorageError
 from agentrecall.migrate import migrate
@@ -102,16 +103,6 @@ async def test_a_memory_with_a_zero_vector_is_stored_and_never_found_by_meaning(
     await store.aclose()
 
 
-def _indexes(dsn: str) -> dict[str, bool]:
-    """The HNSW indexes of the database's stores, each with whether it is valid."""
-    with psycopg.connect(dsn) as connection:
-        rows = connection.execute(
-            "SELECT c.relname, i.indisvalid FROM pg_index AS i "
-            "JOIN pg_class AS c ON c.oid = i.indexrelid WHERE c.relname LIKE 'vectors_hnsw_%'"
-        ).fetchall()
-    return {name: valid for name, valid in rows}
-
-
 LARGE = reindex.DEFER_AT
 WINDOW = "Prefers a window seat on trains"
 
@@ -128,16 +119,16 @@ async def test_a_large_reindex_stores_vectors_first_and_builds_the_index_once(
     store = PostgresStore(postgres_dsn, embedder=HashEmbedder(64))
     await store.setup()
     own, others = "vectors_hnsw_2_64", "vectors_hnsw_1_64"
-    assert _indexes(postgres_dsn) == {own: True, others: True}  # both stores start indexed
+    assert hnsw_indexes(postgres_dsn) == {own: True, others: True}  # both stores start indexed
     during: list[dict[str, bool]] = []
 
     def look(done: int, total: int) -> None:
         if 0 < done < total:
-            during.append(_indexes(postgres_dsn))
+            during.append(hnsw_indexes(postgres_dsn))
 
     assert await store.reindex(progress=look, batch=LARGE // 4) == LARGE
     assert during and all(seen == {others: True} for seen in during)  # only this one dropped
-    assert _indexes(postgres_dsn) == {own: True, others: True}
+    assert hnsw_indexes(postgres_dsn) == {own: True, others: True}
     assert (await store.search(WINDOW))[0].content == WINDOW
     late = "A note added after the build"
     await store.add(late)
@@ -161,14 +152,14 @@ async def test_an_interrupted_large_reindex_searches_exactly_until_the_next_buil
 
     with pytest.raises(KeyboardInterrupt):
         await store.reindex(progress=stop, batch=LARGE // 2)
-    assert _indexes(postgres_dsn) == {}
+    assert hnsw_indexes(postgres_dsn) == {}
     # No index: the search scans the vectors stored so far, and finds the first batch's.
     assert (await _semantic(store, WINDOW))[0] == WINDOW
     again = PostgresStore(postgres_dsn, embedder=HashEmbedder(64))
     await again.setup()  # setup leaves a store holding vectors to reindex, building nothing
-    assert _indexes(postgres_dsn) == {}
+    assert hnsw_indexes(postgres_dsn) == {}
     assert await again.reindex() == LARGE + 1 - LARGE // 2
-    assert _indexes(postgres_dsn) == {"vectors_hnsw_1_64": True}
+    assert hnsw_indexes(postgres_dsn) == {"vectors_hnsw_1_64": True}
     assert (await again.search(WINDOW))[0].content == WINDOW
     for one in (plain, store, again):
         await one.aclose()
@@ -187,7 +178,7 @@ async def test_an_index_build_cancelled_midway_is_built_again_by_the_next_reinde
         # Once the build has committed its index entry (not valid yet), cancel it midway.
         with psycopg.connect(postgres_dsn, autocommit=True) as connection:
             while not cancelled.is_set():
-                if _indexes(postgres_dsn) == {"vectors_hnsw_1_64": False}:
+                if hnsw_indexes(postgres_dsn) == {"vectors_hnsw_1_64": False}:
                     row = connection.execute(
                         "SELECT pg_cancel_backend(pid) FROM pg_stat_activity "
                         "WHERE query LIKE 'CREATE INDEX CONCURRENTLY%'"
@@ -201,9 +192,9 @@ async def test_an_index_build_cancelled_midway_is_built_again_by_the_next_reinde
     with pytest.raises(StorageError, match="cancel"):
         await store.reindex()
     watcher.join()
-    assert _indexes(postgres_dsn) == {"vectors_hnsw_1_64": False}  # left invalid
+    assert hnsw_indexes(postgres_dsn) == {"vectors_hnsw_1_64": False}  # left invalid
     assert await store.reindex() == 0
-    assert _indexes(postgres_dsn) == {"vectors_hnsw_1_64": True}
+    assert hnsw_indexes(postgres_dsn) == {"vectors_hnsw_1_64": True}
     assert await _semantic(store, "Filler note number 7 of many")
     for one in (plain, store):
         await one.aclose()

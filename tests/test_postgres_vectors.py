@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 
 import psycopg
 import pytest
+from postgres_fixtures import hnsw_indexes
 
 from agentrecall import InvalidArgumentError, MemoryRecord, PostgresStore
 from agentrecall.stores.postgres import reindex
@@ -19,16 +20,6 @@ WINDOW = "Prefers a window seat on trains"
 OWN, OTHER = "vectors_hnsw_2_64", "vectors_hnsw_1_64"
 
 
-def _indexes(dsn: str) -> dict[str, bool]:
-    """The HNSW indexes of the database's stores, each with whether it is valid."""
-    with psycopg.connect(dsn) as connection:
-        rows = connection.execute(
-            "SELECT c.relname, i.indisvalid FROM pg_index AS i "
-            "JOIN pg_class AS c ON c.oid = i.indexrelid WHERE c.relname LIKE 'vectors_hnsw_%'"
-        ).fetchall()
-    return {name: valid for name, valid in rows}
-
-
 async def _watched(dsn: str, write: Callable[[], Awaitable[object]]) -> list[dict[str, bool]]:
     """Run ``write`` while another connection notes the indexes; return every state seen."""
     seen: list[dict[str, bool]] = []
@@ -36,7 +27,7 @@ async def _watched(dsn: str, write: Callable[[], Awaitable[object]]) -> list[dic
 
     def watch() -> None:
         while not done.is_set():
-            seen.append(_indexes(dsn))
+            seen.append(hnsw_indexes(dsn))
             time.sleep(0.005)
 
     watcher = threading.Thread(target=watch)
@@ -55,7 +46,7 @@ async def _stores(dsn: str) -> tuple[PostgresStore, PostgresStore]:
     await other.add("A memory of another store, indexed all along")
     store = PostgresStore(dsn, embedder=HashEmbedder(64))
     await store.setup()
-    assert _indexes(dsn) == {OTHER: True, OWN: True}
+    assert hnsw_indexes(dsn) == {OTHER: True, OWN: True}
     return other, store
 
 
@@ -66,7 +57,7 @@ async def test_a_large_add_many_builds_the_index_once_after_storing(postgres_dsn
     seen = await _watched(postgres_dsn, lambda: store.add_many(items))
     assert {OTHER: True} in seen  # this store's index was dropped meanwhile
     assert all(state.get(OTHER) for state in seen)  # the other store's never
-    assert _indexes(postgres_dsn) == {OTHER: True, OWN: True}
+    assert hnsw_indexes(postgres_dsn) == {OTHER: True, OWN: True}
     assert await store.count() == LARGE + 1
     assert (await store.search(WINDOW))[0].content == WINDOW
     small = [(f"A later note {n}", None) for n in range(10)]
@@ -96,9 +87,9 @@ async def test_a_large_import_that_fails_stores_nothing_and_rebuilds_the_index(
     seen = await _watched(postgres_dsn, refused)
     assert {OTHER: True} in seen  # dropped for the import, which then failed
     assert await store.count() == 1
-    assert _indexes(postgres_dsn) == {OTHER: True, OWN: True}
+    assert hnsw_indexes(postgres_dsn) == {OTHER: True, OWN: True}
     assert await store.import_records(records[:-1]) == LARGE
-    assert _indexes(postgres_dsn) == {OTHER: True, OWN: True}
+    assert hnsw_indexes(postgres_dsn) == {OTHER: True, OWN: True}
     assert (await store.search(WINDOW))[0].content == WINDOW
     for one in (other, store):
         await one.aclose()
@@ -141,7 +132,7 @@ async def test_concurrent_large_and_small_writes_and_searches_leave_every_vector
         clients[1].add_many([(f"Second load, note {n}", None) for n in range(LARGE)]),
         small_writes_and_searches(),
     )
-    assert _indexes(postgres_dsn) == {OTHER: True, OWN: True}
+    assert hnsw_indexes(postgres_dsn) == {OTHER: True, OWN: True}
     with psycopg.connect(postgres_dsn) as connection:
         row = connection.execute(
             "SELECT count(*), count(v.seq) FROM agentrecall.memories AS m "
