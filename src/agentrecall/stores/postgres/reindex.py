@@ -32,10 +32,10 @@ DEFER_AT = 10_000
 to date (also only when they are at least :data:`DEFER_SHARE` of the vectors then held)."""
 
 DEFER_SHARE = 0.5
-"""Building the graph from stored vectors ran about three times as fast, per vector, as keeping
-it up to date (``benchmarks/bench_postgres_hybrid.py``: 384 dimensions, 2,500/s against
-about 900/s): storing fewer new vectors than this share of those held, updating the index in
-place is the cheaper."""
+"""Building the graph from stored vectors ran three to six times as fast, per vector, as
+keeping it up to date (``benchmarks/bench_postgres_hybrid.py``, 384 dimensions: 2,500/s
+against 873/s at 20,000, 1,087/s against 170/s at 100,000 under heavier load): for fewer new
+vectors than this share of those held, updating the index in place is the cheaper."""
 
 
 @dataclass(frozen=True, slots=True)
