@@ -73,3 +73,16 @@ def private_postgres() -> Iterator[TemporaryPostgres]:
     """A server of the test's own, to restart or crash without disturbing other tests."""
     with TemporaryPostgres(durable=False) as server:
         yield server
+
+
+def hnsw_indexes(dsn: str) -> dict[str, bool]:
+    """Each HNSW index of the database's stores (``vectors_hnsw_<store>_<dimension>``): valid?
+
+    An index is valid once built (searches use it); one left by a cancelled build is not.
+    """
+    with psycopg.connect(dsn) as connection:
+        rows = connection.execute(
+            "SELECT c.relname, i.indisvalid FROM pg_index AS i "
+            "JOIN pg_class AS c ON c.oid = i.indexrelid WHERE c.relname LIKE 'vectors_hnsw_%'"
+        ).fetchall()
+    return {name: valid for name, valid in rows}

@@ -318,7 +318,12 @@ class PostgresStore(front.StoreFront):
         and rebuilt with this one, which the store then records. Runs a batch at a time, each
         its own transaction, the model out of any transaction: an interrupted reindex keeps
         what it did, and running it again does the rest. Meanwhile semantic search finds the
-        memories already done.
+        memories already done. With many vectors to store (at least
+        :data:`.reindex.DEFER_AT`, and half as many as the store holds), the store's HNSW index
+        is dropped first and built once at the end, concurrently (other clients keep reading
+        and writing; searches meanwhile scan the store's vectors, exact and slower); every
+        reindex ends by building the index if it is missing, so the next one after an
+        interruption finishes it.
 
         Args:
             progress: called as ``progress(done, total)`` with ``done == 0`` first and after
@@ -337,19 +342,23 @@ class PostgresStore(front.StoreFront):
         tables = await self._ready()
         assert tables is not None, "a writable store's tables exist once it is ready"
         start = functools.partial(reindex.start, schema=self._schema, model=model)
-        total = await self._transaction(start, tables)
-        done = added = after = 0
+        plan = await self._transaction(start, tables)
+        index = functools.partial(vectors.build_index, dimension=model.dimension)
+        if plan.defer:
+            await self._outside(functools.partial(vectors.drop_index, dimension=model.dimension))
         if progress is not None:
-            progress(0, total)
-        while rows := await self._transaction(
-            functools.partial(reindex.pending, after=after, limit=batch), tables
-        ):
-            found = await model.prepare([content for _, content in rows])
+            progress(0, plan.total)
+
+        async def read(after: int) -> reindex.Rows:
+            pending = functools.partial(reindex.pending, after=after, limit=batch)
+            return await self._transaction(pending, tables)
+
+        async def write(rows: reindex.Rows, found: dict[str, str]) -> int:
             store = functools.partial(reindex.store, model=model, rows=rows, found=found)
-            added += await self._transaction(store, tables)
-            after, done = rows[-1][0], done + len(rows)
-            if progress is not None:
-                progress(done, max(total, done))
+            return await self._transaction(store, tables)
+
+        added = await reindex.fill(read, write, model, progress, plan.total)
+        await self._outside(index)
         return added
 
     # --- the hooks of StoreFront ----------------------------------------------------------
@@ -369,9 +378,17 @@ class PostgresStore(front.StoreFront):
         known = self._shared.scopes
         # COPY, which larger batches use, cannot run in pipeline mode.
         pipelined = len(items) <= writes.COPY_AFTER
-        return await self._write(
-            writes.add, self._scope, new, found, known, model=found is not None, pipelined=pipelined
+        write = functools.partial(
+            self._write,
+            writes.add,
+            self._scope,
+            new,
+            found,
+            known,
+            model=found is not None,
+            pipelined=pipelined,
         )
+        return await self._indexed_after(len(items) if found else 0, write)
 
     async def _add_alone(self, new: writes.NewMemories) -> AddResult:
         """Add one memory without a vector in one statement (:func:`.writes.add_alone`)."""
@@ -401,8 +418,15 @@ class PostgresStore(front.StoreFront):
         # Texts that cannot be memories are left to the import's checks, which refuse them.
         texts = [r.content for r in records if isinstance(getattr(r, "content", None), str)]
         found = await self._prepare(texts)
-        write = imports.import_records
-        return await self._write(write, self._scope, records, found, model=found is not None)
+        write = functools.partial(
+            self._write,
+            imports.import_records,
+            self._scope,
+            records,
+            found,
+            model=found is not None,
+        )
+        return await self._indexed_after(len(records) if found else 0, write)
 
     async def _import_versions(self, versions: front.Versions) -> int:
         return await self._write(imports.import_versions, self._scope, versions)
@@ -577,6 +601,46 @@ class PostgresStore(front.StoreFront):
             return await work(connection, tables, *args)
 
         return await self._transaction(run, tables, pipelined=pipelined)
+
+    async def _indexed_after(self, count: int, write: Callable[[], Awaitable[T]]) -> T:
+        """Run ``write``, which stores ``count`` vectors; a large one builds the index after.
+
+        When :func:`.reindex.defers` says rebuilding is cheaper than keeping the store's HNSW
+        index up to date for ``count`` vectors (the store's memory count standing for its
+        vectors), the index is dropped first and built once after the write (see
+        :func:`.vectors.build_index`): meanwhile searches scan the store's vectors, exact and
+        slower, and other stores' indexes are untouched. A write that fails still rebuilds
+        the index, quietly; a failed rebuild after a committed write raises (repeating the
+        write is harmless: its memories are held). A call cancelled or interrupted meanwhile
+        leaves the index to the next :meth:`reindex` or large write.
+        """
+        model = self._vectors
+        if model is None or count < reindex.DEFER_AT:
+            return await write()
+        tables = await self._ready()
+        assert tables is not None, "a writable store's tables exist once it is ready"
+        held = await self._transaction(functools.partial(vectors.held, model=model), tables)
+        if not reindex.defers(count, held):
+            return await write()
+        drop = functools.partial(vectors.drop_index, dimension=model.dimension)
+        if not await self._outside(drop):
+            return await write()  # another client is building the index, which covers these
+        build = functools.partial(vectors.build_index, dimension=model.dimension)
+        try:
+            result = await write()
+        except Exception:
+            with contextlib.suppress(StorageError):
+                await self._outside(build)
+            raise
+        await self._outside(build)
+        return result
+
+    async def _outside(self, work: Callable[[Connection, Tables], Awaitable[T]]) -> T:
+        """Run ``work`` outside any transaction (autocommit), as ``CONCURRENTLY`` DDL must be."""
+        tables = self._shared.tables
+        assert tables is not None, "the store is ready before it builds an index"
+        async with self._shared.pool.connection() as connection:
+            return await work(connection, tables)
 
     async def _transaction(
         self,

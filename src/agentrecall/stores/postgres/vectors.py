@@ -4,8 +4,15 @@ Storing a vector needs no extension: ``vectors (seq, store, embedding real[])`` 
 table (migration 2), so writes work on any server. Search by meaning needs pgvector: the
 store's vectors are cast to ``vector(<dimension>)``, and an HNSW index (cosine) on exactly
 that expression, partial to the store, makes a search a walk of the graph rather than a scan.
-:func:`enable` creates the extension when it can, and the index; :func:`nearest` raises
-:class:`SemanticUnavailableError` naming the extension when the server lacks it.
+:func:`enable` creates the extension when it can, and the index of an empty store;
+:func:`nearest` raises :class:`SemanticUnavailableError` naming the extension when the server
+lacks it.
+
+Every vector stored while the index exists costs a search of the graph to link it in. A bulk
+load (a large reindex, ``add_many`` or import) therefore drops the store's index
+(:func:`drop_index`), stores its vectors, and builds the index once from them
+(:func:`build_index`, ``CREATE INDEX CONCURRENTLY`` with the memory and workers for the
+build). Without the index, searches scan the store's vectors: the same hits, slower.
 
 With a filter or a scope, pgvector's iterative scan (0.8 and later) reads further down the
 graph until enough rows meet the conditions; an older pgvector may return fewer hits.
@@ -14,7 +21,8 @@ graph until enough rows meet the conditions; an older pgvector may return fewer 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import contextlib
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,7 +97,7 @@ async def enable(connection: Connection, tables: Tables, vectors: Vectors) -> No
         if await cursor.fetchone() is not None:
             return  # the index is the held model's, which a reindex replaces
         await _record(connection, tables, vectors, held[1])
-    await _index(connection, tables, vectors.dimension)
+    await index_if_empty(connection, tables, vectors.dimension)
 
 
 async def switch(connection: Connection, tables: Tables, vectors: Vectors) -> None:
@@ -97,6 +105,7 @@ async def switch(connection: Connection, tables: Tables, vectors: Vectors) -> No
 
     Runs under the schema's advisory lock; the store's row stays locked until the transaction
     ends, so a write holding vectors of the old model (:func:`check_model`) finishes first.
+    The index is left to the caller (:func:`index_if_empty` or :func:`build_index`).
     """
     held = await _held(connection, tables, " FOR UPDATE")
     if held != (vectors.model_id, vectors.dimension):
@@ -104,7 +113,6 @@ async def switch(connection: Connection, tables: Tables, vectors: Vectors) -> No
             f"DELETE FROM {tables.schema}.vectors WHERE store = %s", [tables.store]
         )
         await _record(connection, tables, vectors, held[1])
-    await _index(connection, tables, vectors.dimension)
 
 
 async def check_model(connection: Connection, tables: Tables, vectors: Vectors, lock: str) -> None:
@@ -116,7 +124,11 @@ async def check_model(connection: Connection, tables: Tables, vectors: Vectors, 
     Raises:
         InvalidArgumentError: the store's vectors were made by another model or dimension.
     """
-    held = await _held(connection, tables, lock)
+    _refuse_other(tables, vectors, await _held(connection, tables, lock))
+
+
+def _refuse_other(tables: Tables, vectors: Vectors, held: tuple[Any, Any]) -> None:
+    """Raise unless the store's recorded ``held`` model is none yet or that of ``vectors``."""
     if held[0] is not None and held != (vectors.model_id, vectors.dimension):
         raise InvalidArgumentError(
             f"store number {tables.store} holds vectors of model '{held[0]}' (dimension "
@@ -148,25 +160,47 @@ async def _record(connection: Connection, tables: Tables, vectors: Vectors, old:
         await connection.execute(f"DROP INDEX IF EXISTS {tables.schema}.{name}")
 
 
-async def _index(connection: Connection, tables: Tables, dimension: int) -> None:
-    """Create the extension if possible, and the store's HNSW index for ``dimension``.
+async def index_if_empty(connection: Connection, tables: Tables, dimension: int) -> None:
+    """Create the extension if possible, and the store's HNSW index while it holds no vectors.
 
+    Created in the caller's transaction, which is cheap only while the store holds no vectors
+    of ``dimension``: a store holding some without an index (an interrupted bulk load) gets
+    it from :func:`build_index` instead, without blocking writers; searches meanwhile scan.
     The index holds only vectors of that dimension: deleted vectors of another model that a
     snapshot may still see are left out rather than failing the cast (an index made before
     this condition, on the store alone, serves searches as well).
     """
-    if not await _has_extension(connection):
-        try:
-            async with connection.transaction():
-                await connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        except (errors.InsufficientPrivilege, errors.UndefinedFile, errors.FeatureNotSupported):
-            return
+    if not await _create_extension(connection):
+        return
     dimension = int(dimension)
-    await connection.execute(
-        f"CREATE INDEX IF NOT EXISTS {_index_name(tables, dimension)} "
-        f"ON {tables.schema}.vectors USING hnsw ((embedding::vector({dimension})) "
+    cursor = await connection.execute(
+        f"SELECT 1 FROM {tables.schema}.vectors WHERE store = %s "
+        "AND cardinality(embedding) = %s LIMIT 1",
+        [tables.store, dimension],
+    )
+    if await cursor.fetchone() is None:
+        await connection.execute(_create_index(tables, dimension, ""))
+
+
+async def _create_extension(connection: Connection) -> bool:
+    """Create pgvector unless it is there; return whether it is (a role may not create it)."""
+    if await _has_extension(connection):
+        return True
+    try:
+        async with connection.transaction():
+            await connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except (errors.InsufficientPrivilege, errors.UndefinedFile, errors.FeatureNotSupported):
+        return False
+    return True
+
+
+def _create_index(tables: Tables, dimension: int, how: str) -> str:
+    """The statement creating the store's HNSW index for ``dimension`` (``how``: CONCURRENTLY)."""
+    return (
+        f"CREATE INDEX {how} IF NOT EXISTS {_index_name(tables, dimension)} "
+        f"ON {tables.schema}.vectors USING hnsw ((embedding::vector({int(dimension)})) "
         f"vector_cosine_ops) WHERE store = {int(tables.store)} "
-        f"AND cardinality(embedding) = {dimension}"
+        f"AND cardinality(embedding) = {int(dimension)}"
     )
 
 
@@ -175,17 +209,173 @@ def _index_name(tables: Tables, dimension: int) -> str:
     return f'"vectors_hnsw_{int(tables.store)}_{int(dimension)}"'
 
 
+BUILD_WORKERS = 4
+"""Parallel workers PostgreSQL may add to the leader of an index build (its
+``max_parallel_maintenance_workers`` and ``max_worker_processes`` still cap them)."""
+
+BUILD_MEMORY_MB = (64, 8_192)
+"""The least and most ``maintenance_work_mem`` of an index build, in MB. Between the two, the
+graph's estimated size: pgvector builds in memory while the graph fits, several times as fast
+as once it spills to the index's pages."""
+
+
+def build_memory(count: int, dimension: int) -> int:
+    """Return the ``maintenance_work_mem`` (MB) for an HNSW graph of ``count`` vectors.
+
+    A graph element holds its vector (4 bytes a number) and up to 32 neighbours on the
+    lowest layer (about 1 kB with their distances and the element's own fields).
+    """
+    estimate = count * (4 * dimension + 1_024) * 5 // 4 // 2**20
+    low, high = BUILD_MEMORY_MB
+    return max(low, min(high, estimate))
+
+
+async def build_index(connection: Connection, tables: Tables, dimension: int) -> bool:
+    """Build the store's HNSW index for ``dimension`` unless it is there; return whether built.
+
+    Run outside any transaction (the connection in autocommit): ``CREATE INDEX CONCURRENTLY``
+    builds the graph once from the stored vectors, with :func:`build_memory` and
+    :data:`BUILD_WORKERS` set for this build only, while other clients keep reading and
+    writing every store (vectors written meanwhile go into the index too). One build or drop
+    per index at a time (:func:`_alone`): a caller finding another's returns, that build
+    covering its vectors. An invalid index (a build interrupted) is dropped and built again.
+    Without pgvector nothing is built.
+    """
+    if not await _has_extension(connection):
+        return False
+    dimension, name = int(dimension), _index_name(tables, dimension)
+    async with _alone(connection, tables, dimension) as alone:
+        valid = await _index_valid(connection, tables, name) if alone else True
+        if valid:
+            return False
+        if valid is not None:
+            await connection.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {tables.schema}.{name}")
+        count = await _count(connection, tables, dimension)
+        await connection.execute(f"SET maintenance_work_mem = '{build_memory(count, dimension)}MB'")
+        await connection.execute(f"SET max_parallel_maintenance_workers = {BUILD_WORKERS}")
+        try:
+            await connection.execute(_create_index(tables, dimension, "CONCURRENTLY"))
+        finally:
+            await connection.execute("RESET maintenance_work_mem")
+            await connection.execute("RESET max_parallel_maintenance_workers")
+        return True
+
+
+async def drop_index(connection: Connection, tables: Tables, dimension: int) -> bool:
+    """Drop the store's HNSW index for ``dimension``, so a bulk load need not keep it up to date.
+
+    Run outside any transaction: ``DROP INDEX CONCURRENTLY`` waits for the searches using the
+    index and blocks no one. Until :func:`build_index` runs, searches scan the store's vectors
+    (exact, slower); other stores' indexes are untouched. Returns ``False``, dropping nothing,
+    while another client builds or drops the index (its build then covers the caller's
+    vectors, and the caller need not build).
+    """
+    async with _alone(connection, tables, int(dimension)) as alone:
+        if alone:
+            name = _index_name(tables, int(dimension))
+            await connection.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {tables.schema}.{name}")
+        return alone
+
+
+@contextlib.asynccontextmanager
+async def _alone(connection: Connection, tables: Tables, dimension: int) -> AsyncIterator[bool]:
+    """Hold the session advisory lock of the store's index for the block if free; yield whether.
+
+    Only a try: a session waiting for the lock while another builds the index concurrently
+    could deadlock with that build, which waits for older snapshots to end.
+    """
+    key = [f"agentrecall-index:{tables.schema}:{dimension}", int(tables.store)]
+    cursor = await connection.execute("SELECT pg_try_advisory_lock(hashtext(%s), %s)", key)
+    row = await cursor.fetchone()
+    if not (row and row[0]):
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        await connection.execute("SELECT pg_advisory_unlock(hashtext(%s), %s)", key)
+
+
+async def held(connection: Connection, tables: Tables, model: Vectors) -> int:
+    """Return how many memories the store holds, refusing a write of another model's vectors.
+
+    The count (kept by triggers, so a cheap read) bounds the vectors the store holds.
+
+    Raises:
+        InvalidArgumentError: the store's vectors were made by another model or dimension.
+    """
+    await check_model(connection, tables, model, "")
+    cursor = await connection.execute(
+        f"SELECT coalesce(sum(memories), 0) FROM {tables.schema}.store_stats WHERE store = %s",
+        [tables.store],
+    )
+    row = await cursor.fetchone()
+    return int(row[0]) if row else 0
+
+
+async def _index_valid(connection: Connection, tables: Tables, name: str) -> bool | None:
+    """Return whether the index ``name`` (quoted) is valid, ``None`` when it does not exist."""
+    cursor = await connection.execute(
+        "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)",
+        [f"{tables.schema}.{name}"],
+    )
+    row = await cursor.fetchone()
+    return None if row is None else bool(row[0])
+
+
+async def _count(connection: Connection, tables: Tables, dimension: int) -> int:
+    cursor = await connection.execute(
+        f"SELECT count(*) FROM {tables.schema}.vectors WHERE store = %s "
+        "AND cardinality(embedding) = %s",
+        [tables.store, dimension],
+    )
+    row = await cursor.fetchone()
+    return int(row[0]) if row else 0
+
+
 async def store_new(
     connection: Connection, tables: Tables, rows: Sequence[tuple[int, str]], found: dict[str, str]
 ) -> None:
     """Store the vectors of new memories ``(seq, content)``, each its content's."""
-    if rows:
+    target = f"INSERT INTO {tables.schema}.vectors (seq, store, embedding) "
+    replace = "ON CONFLICT (seq) DO UPDATE SET embedding = excluded.embedding"
+    if len(rows) > COPY_AFTER:
+        await stage(connection, [(seq, None, found[content]) for seq, content in rows])
         await connection.execute(
-            f"INSERT INTO {tables.schema}.vectors (seq, store, embedding) "
-            "SELECT seq, %s, embedding::real[] FROM unnest(%s::bigint[], %s::text[]) "
-            "AS t (seq, embedding) ON CONFLICT (seq) DO UPDATE SET embedding = excluded.embedding",
+            f"{target} SELECT seq, %s, embedding FROM {STAGING} {replace}", [tables.store]
+        )
+    elif rows:
+        await connection.execute(
+            f"{target} SELECT seq, %s, embedding::real[] FROM unnest(%s::bigint[], %s::text[]) "
+            f"AS t (seq, embedding) {replace}",
             [tables.store, [seq for seq, _ in rows], [found[content] for _, content in rows]],
         )
+
+
+COPY_AFTER = 1_000
+"""Vectors from which a write copies them in (:func:`stage`) rather than sending an array."""
+
+STAGING = "agentrecall_vectors"
+"""The temporary table vectors are copied into, ``(seq, content, embedding)``: emptied at the
+end of each transaction."""
+
+
+async def stage(connection: Connection, rows: Sequence[tuple[int, str | None, str]]) -> None:
+    """Copy ``(seq, content, embedding as real[] text)`` rows into :data:`STAGING`, alone.
+
+    ``COPY`` parses each vector straight into its array, so the server does not first parse
+    a statement parameter holding them all.
+    """
+    await connection.execute(
+        f"CREATE TEMPORARY TABLE IF NOT EXISTS {STAGING} "
+        "(seq bigint, content text, embedding real[]) ON COMMIT DELETE ROWS"
+    )
+    await connection.execute(f"TRUNCATE {STAGING}")  # a batch staged earlier in the transaction
+    async with connection.cursor().copy(
+        f"COPY {STAGING} (seq, content, embedding) FROM STDIN"
+    ) as copy:
+        for row in rows:
+            await copy.write_row(row)
 
 
 async def nearest(
@@ -205,13 +395,21 @@ async def nearest(
         SemanticUnavailableError: the database lacks the pgvector extension.
         InvalidArgumentError: the store's vectors were made by another model.
     """
-    if not await _has_extension(connection):
+    # One round trip before the search: the extension, the store's model, and the walk's
+    # settings for this transaction (set_config(..., true) is SET LOCAL).
+    cursor = await connection.execute(
+        "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector'), model, dimension, "
+        f"set_config('hnsw.ef_search', '{int(EF_SEARCH)}', true), "
+        "set_config('hnsw.iterative_scan', 'relaxed_order', true) "
+        f"FROM {tables.schema}.stores WHERE store = %s",
+        [tables.store],
+    )
+    row = await cursor.fetchone()
+    if row is None or not row[0]:
         raise SemanticUnavailableError(INSTALL)
-    await check_model(connection, tables, vectors, "")
+    _refuse_other(tables, vectors, (row[1], row[2]))
     dimension = int(vectors.dimension)
     cast = f"vector({dimension})"
-    await connection.execute(f"SET LOCAL hnsw.ef_search = {EF_SEARCH}")
-    await connection.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
     distance = f"(v.embedding::{cast}) <=> %s::{cast}"
     cursor = await connection.execute(
         f"SELECT m.id, m.content, m.metadata::text, 1 - ({distance}) FROM "
