@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 import agentrecall
 from agentrecall import errors
 from agentrecall.testing import ChatServer, Reply
+from agentrecall.testing.postgres import TemporaryPostgres
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -93,6 +95,10 @@ def postgres_buffer(out: str, home: Path) -> None:
     assert out == "[{'role': 'user', 'content': 'Find a hotel in Lyon'}]\n"
 
 
+def postgres_replica(out: str, home: Path) -> None:
+    assert out == "Prefers aisle seats True\n"
+
+
 def strands_manager(out: str, home: Path) -> None:
     assert out == ""
 
@@ -108,6 +114,7 @@ CHECKS: dict[str, Callable[[str, Path], None]] = {
     'SQLiteStore("meaning.db", embedder=LocalEmbedder())': meaning,
     'PostgresStore(dsn, name="travel")': postgres_store,
     'BufferMemory(dsn=os.environ["DATABASE_URL"]': postgres_buffer,
+    'read_dsn=os.environ["DATABASE_READ_URL"]': postgres_replica,
 }
 
 
@@ -127,6 +134,14 @@ def test_python_block_runs(index: int, tmp_path: Path, request: pytest.FixtureRe
     check = check_for(block)
     assert check is not None, f"README python block {index} has no check in test_readme.py"
     # A PostgreSQL example reads its server's URL from DATABASE_URL: a fresh database here.
+    if "DATABASE_READ_URL" in block:
+        # A real primary and its streaming standby, for this block alone.
+        with TemporaryPostgres(durable=False) as primary, closing(primary.standby()) as standby:
+            out = run_python(
+                block, tmp_path, DATABASE_URL=primary.dsn, DATABASE_READ_URL=standby.dsn
+            )
+        check(out, tmp_path / "home")
+        return
     variables = {}
     if "DATABASE_URL" in block:
         variables["DATABASE_URL"] = request.getfixturevalue("postgres_dsn")
