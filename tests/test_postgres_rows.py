@@ -21,9 +21,7 @@ EDGES = [
 
 
 def test_a_rows_terms_are_the_distinct_terms_bm25_reads() -> None:
-    texts = EDGES + [
-        turn.text for conversation in load(LOCOMO_DEV) for turn in conversation.turns
-    ]
+    texts = EDGES + [turn.text for conversation in load(LOCOMO_DEV) for turn in conversation.turns]
     for text in texts * 2:  # the second pass reads the kept stems
         written, length = tsvector(text)
         expected = [term for term in dict.fromkeys(keyword_terms(text)) if len(term) <= 511]

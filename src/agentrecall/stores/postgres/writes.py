@@ -5,7 +5,8 @@ new memories go in with ``ON CONFLICT (scope, content_hash) DO NOTHING``, so of 
 adds of one content to one scope exactly one row is stored, whatever the interleaving; the ids
 of the contents that were already held are read after the insert, never before it. A batch
 of up to :data:`COPY_AFTER` rows is one ``INSERT ... SELECT FROM unnest(...)``; a larger one is
-copied into a temporary table with ``COPY`` first.
+copied into a temporary table with ``COPY`` first, a chunk at a time, and counts its own terms
+(:mod:`~agentrecall.stores.postgres.termcounts`).
 """
 
 from __future__ import annotations
@@ -193,8 +194,6 @@ async def insert(
     returning = f"{conflict} RETURNING seq, id, content_hash"
     if found is not None:
         returning += ", content"
-    if counts is not None:
-        await counts.begin(connection)
     if counts is None:
         arrays = [list(column) for column in zip(*rows, strict=True)] if rows else []
         casts = ", ".join(f"%s::{kind}[]" for kind in _TYPES)
@@ -204,6 +203,7 @@ async def insert(
             [tables.store, scope, *arrays],
         )
     else:
+        await counts.begin(connection)
         cursor = await _copied(connection, target, returning, tables, scope, rows)
     new = await cursor.fetchall()
     if found is not None:
