@@ -223,3 +223,26 @@ async def test_upgrading_from_trigger_counted_terms_keeps_the_counts_exact(
     assert_counts_exact(postgres_dsn)
     assert (await store.search("topic 7"))[0].content in {"old topic 7", "new topic 7"}
     await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_batch_of_several_chunks_keeps_its_order_dedup_and_counts(
+    postgres_dsn: str,
+) -> None:
+    """More items than a chunk: repeats across chunks stored once, in order, counted once."""
+    store = PostgresStore(postgres_dsn)
+    results = await store.add_many([(f"fact {n % 10_500} of the log", None) for n in range(11_000)])
+    assert await store.count() == 10_500
+    assert [r.id for r in results[10_500:]] == [r.id for r in results[:500]]
+    listed = await store.list()
+    assert [record.content for record in listed] == [f"fact {n} of the log" for n in range(10_500)]
+    assert_counts_exact(postgres_dsn)
+    copy = PostgresStore(postgres_dsn, name="copy")
+    records = [replace(record, user_id=f"user {n // 6_000}") for n, record in enumerate(listed)]
+    assert await copy.import_records(records + records[:100]) == 10_500
+    assert [r.id for r in await copy.scope(user_id="user 1").list()] == [
+        r.id for r in records[6_000:]
+    ]
+    assert_counts_exact(postgres_dsn)
+    for each in (store, copy):
+        await each.aclose()

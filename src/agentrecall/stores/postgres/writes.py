@@ -43,12 +43,11 @@ COLUMNS = "id, content, content_hash, metadata, created_at, updated_at, expires_
 _TYPES = ("text", "text", "bytea", "jsonb", "text", "text", "text", "tsvector", "integer")
 
 
-CHUNK = 1_000
+CHUNK = 5_000
 """Rows a large write builds at a time: the next chunk is built (in a thread) while the server
-inserts the one before, which made imports about twice as fast as building every row first.
-Smaller chunks leave less unshared work at either end of a call (the first chunk's building,
-the last one's insert); since a bulk write counts its terms once for the whole write, they
-no longer cost more term updates."""
+inserts the one before. Measured at 1,000, 2,500 and 5,000 with the terms counted once per
+write: 5,000 took the least CPU on both sides (fewer statements, fewer switches between the
+building thread and the event loop) and imported as fast as 2,500, faster than 1,000."""
 
 
 @dataclass(frozen=True, slots=True)
