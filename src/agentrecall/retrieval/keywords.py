@@ -26,7 +26,10 @@ _ASCII_WORD = re.compile(r"[a-z0-9]+")
 STEMS_KEPT = 1 << 17
 """Stems :func:`distinct_terms` keeps in a plain ``dict``: a look-up there costs a third of
 one through :func:`~agentrecall.retrieval.porter.stem`'s LRU cache, and the words of a row
-are most of the cost of building it for a bulk import. About 15 MB when full."""
+are most of the cost of building it for a bulk import. The first words met are kept (the
+common ones come early); once full, other words go to the LRU cache as before: emptying it
+instead made every word miss again, each time a large import's vocabulary filled it. About
+15 MB when full."""
 
 _STEMS: dict[str, str] = {}
 _AROUND_RUNS = re.compile(f"([{CJK_CHARACTERS}]+)")
@@ -66,10 +69,10 @@ def distinct_terms(text: str) -> tuple[list[str], int]:
 
 
 def _stemmed(word: str) -> str:
-    """Return the stem of ``word``, kept in :data:`_STEMS` (emptied first when full)."""
-    if len(_STEMS) >= STEMS_KEPT:
-        _STEMS.clear()
-    found = _STEMS[word] = stem(word)
+    """Return the stem of ``word``, kept in :data:`_STEMS` while it has room."""
+    found = stem(word)
+    if len(_STEMS) < STEMS_KEPT:
+        _STEMS[word] = found
     return found
 
 
