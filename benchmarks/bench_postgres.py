@@ -5,12 +5,16 @@ Run: ``.venv/bin/python benchmarks/bench_postgres.py [--sizes 100000 1000000] [-
 127.0.0.1 (``agentrecall.testing.postgres``; ``synchronous_commit`` on and ``fsync`` on, so a
 commit is durable as on a real server) with the settings of :data:`SERVER_SETTINGS`, or uses
 the server of ``AGENTRECALL_BENCH_POSTGRES_DSN`` as it is, and writes
-``benchmarks/results/postgres.md``.
+``benchmarks/results/postgres.md``. ``--only import`` runs only the two bulk imports, for
+both stores (each on a server with PostgreSQL's defaults), and writes
+``benchmarks/results/postgres-import.md`` instead.
 
 Per size, for each store, in a fresh database or file:
 
 * bulk import: memories per second of ``add_many`` in calls of :data:`BATCH` (PostgreSQL:
-  ``COPY`` into a temporary table, then one ``INSERT ... ON CONFLICT DO NOTHING``);
+  ``COPY`` into a temporary table, then one ``INSERT ... ON CONFLICT DO NOTHING``), and of
+  ``import_records`` of the same memories as records (ids, times, one user per call) in
+  calls of :data:`BATCH`, into another fresh database or file;
 * one durable add: median and p99 of :data:`ADDS` single adds after the import;
 * keyword search: median and p99 of :data:`QUERIES` LoCoMo questions, top 10, after
   :data:`WARMUP` warm-up questions;
@@ -38,7 +42,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -51,11 +56,12 @@ from postgres_recall import DSN_VARIABLE, database  # noqa: E402
 from psycopg import sql  # noqa: E402
 from timing import ms, percentile, time_adds, time_searches  # noqa: E402
 
-from agentrecall import PostgresStore, SQLiteStore  # noqa: E402
+from agentrecall import MemoryRecord, PostgresStore, SQLiteStore  # noqa: E402
 from agentrecall.testing import HashEmbedder  # noqa: E402
 from agentrecall.testing.postgres import TemporaryPostgres  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "postgres.md"
+IMPORT_RESULTS = RESULTS.with_name("postgres-import.md")
 BATCH = 5_000
 ADDS = 300
 ADD_WARMUP = 20
@@ -86,6 +92,61 @@ async def import_rate(
         async with await psycopg.AsyncConnection.connect(dsn) as connection:
             await connection.execute(f"ANALYZE {store.schema}.memories")
     return rate
+
+
+def as_records(items: Sequence[tuple[str, Any]]) -> list[MemoryRecord]:
+    """Return ``items`` as records to import: fixed ids and times, one user per call's worth."""
+    began = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    return [
+        MemoryRecord(
+            id=f"imported-{n:08d}",
+            content=content,
+            metadata=metadata,
+            created_at=(began + timedelta(milliseconds=n)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
+            + "Z",
+            user_id=f"user-{n // BATCH % 10}",
+        )
+        for n, (content, metadata) in enumerate(items)
+    ]
+
+
+async def records_rate(store: Any, records: Sequence[MemoryRecord]) -> float:
+    """Return memories per second of importing ``records`` in calls of :data:`BATCH`."""
+    await store.setup()
+    began = time.perf_counter()
+    for start in range(0, len(records), BATCH):
+        await store.import_records(records[start : start + BATCH])
+    return len(records) / (time.perf_counter() - began)
+
+
+@contextlib.asynccontextmanager
+async def fresh(label: str) -> AsyncIterator[Any]:
+    """Yield a store of kind ``label`` in a fresh file or database, closed afterwards."""
+    with contextlib.ExitStack() as stack:
+        if label == "SQLiteStore":
+            where = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+            store: Any = SQLiteStore(where / "m.db")
+        else:
+            store = PostgresStore(stack.enter_context(database(durable=True)))
+        try:
+            yield store
+        finally:
+            await store.aclose()
+
+
+async def records_fresh(label: str, items: Sequence[tuple[str, Any]]) -> float:
+    """Return the rate of ``import_records`` of ``items`` into a fresh store of kind ``label``."""
+    async with fresh(label) as store:
+        return await records_rate(store, as_records(items))
+
+
+async def imports(label: str, items: Sequence[tuple[str, Any]]) -> dict[str, str]:
+    """Return the rates of both bulk imports of ``items``, each into a fresh store."""
+    async with fresh(label) as store:
+        rate = await import_rate(store, items)
+    copied = await records_fresh(label, items)
+    print(f"{label}: add_many {rate:,.0f}/s, import_records {copied:,.0f}/s", flush=True)
+    return {"import": f"{rate:,.0f}/s", "records": f"{copied:,.0f}/s"}
 
 
 async def search_times(store: Any) -> list[float]:
@@ -180,6 +241,31 @@ async def settle(dsn: str) -> str:
     return str(row[0]) if row else ""
 
 
+async def import_section(sizes: Sequence[int]) -> None:
+    """Run only the two bulk imports of each size, for both stores; write their table."""
+    lines = [
+        "# Bulk imports: PostgresStore beside SQLiteStore",
+        "",
+        "Written by `benchmarks/bench_postgres.py --only import` (see its docstring): PostgreSQL",
+        "18 on 127.0.0.1 (fsync on), SQLite in WAL with `fsync=True`; 2 shared vCPUs. Load is",
+        "the 1-minute load average before and after each row.",
+        "",
+        f"| memories | store | `add_many` ({BATCH:,} a call) | `import_records` | load |",
+        "|---|---|---|---|---|",
+    ]
+    for size in sizes:
+        items = list(corpus(size))
+        for label in ("SQLiteStore", "PostgresStore"):
+            before = os.getloadavg()[0]
+            figures = await imports(label, items)
+            lines.append(
+                f"| {size:,} | {label} | {figures['import']} | {figures['records']} | "
+                f"{before:.1f} → {os.getloadavg()[0]:.1f} |"
+            )
+    IMPORT_RESULTS.write_text("\n".join([*lines, ""]), encoding="utf-8")
+    print("\n".join(lines))
+
+
 async def hybrid(dsn: str, size: int) -> dict[str, str]:
     items = list(corpus(size))
     store = PostgresStore(dsn, name="hybrid", embedder=HashEmbedder(384), search_mode="hybrid")
@@ -230,7 +316,11 @@ async def main(argv: Sequence[str] | None = None) -> None:
         action="store_true",
         help="start the server with PostgreSQL's defaults, not SERVER_SETTINGS",
     )
+    parser.add_argument("--only", choices=["import"], help="run only this section")
     args = parser.parse_args(argv)
+    if args.only == "import":
+        await import_section(args.sizes)
+        return
     settings = {} if args.default_settings else SERVER_SETTINGS
     rows: list[tuple[int, str, dict[str, str]]] = []
     for size in args.sizes:
@@ -244,6 +334,7 @@ async def main(argv: Sequence[str] | None = None) -> None:
                     await measure("sqlite", lambda p=path: SQLiteStore(p), str(path), items),
                 )
             )
+        rows[-1][2]["records"] = f"{await records_fresh('SQLiteStore', items):,.0f}/s"
         with durable_database(settings) as dsn:
             rows.append(
                 (
@@ -252,6 +343,8 @@ async def main(argv: Sequence[str] | None = None) -> None:
                     await measure("postgres", lambda d=dsn: PostgresStore(d), dsn, items, dsn),
                 )
             )
+            # A fresh database on the same server (the DSN variable points there meanwhile).
+            rows[-1][2]["records"] = f"{await records_fresh('PostgresStore', items):,.0f}/s"
     mixed = None
     if args.hybrid:
         with database() as dsn:
@@ -264,14 +357,14 @@ async def main(argv: Sequence[str] | None = None) -> None:
         "127.0.0.1 (fsync on), SQLite in WAL with `fsync=True`; 2 shared vCPUs. Server",
         f"settings: {shown}. Load: the load average at the start and the end of each row.",
         "",
-        "| memories | store | bulk import | durable add p50 / p99 | keyword search p50 / p99 | "
-        f"1 → {CLIENTS} clients (processes) | load |",
-        "|---|---|---|---|---|---|---|",
+        "| memories | store | bulk import | import_records | durable add p50 / p99 | "
+        f"keyword search p50 / p99 | 1 → {CLIENTS} clients (processes) | load |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for size, label, figures in rows:
         lines.append(
-            f"| {size:,} | {label} | {figures['import']} | {figures['add']} | "
-            f"{figures['search']} | {figures['clients']} | {figures['load']} |"
+            f"| {size:,} | {label} | {figures['import']} | {figures['records']} | "
+            f"{figures['add']} | {figures['search']} | {figures['clients']} | {figures['load']} |"
         )
     lines.append("")
     sizes = [f"{size:,}: {figures['size']}" for size, _, figures in rows if figures["size"]]

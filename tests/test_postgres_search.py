@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import psycopg
@@ -138,3 +139,110 @@ async def test_scores_match_sqlite_after_updates_and_deletes(
     assert found[0]
     await postgres.aclose()
     await sqlite.aclose()
+
+
+@pytest.mark.asyncio
+async def test_bulk_writes_count_the_terms_of_only_the_memories_they_insert(
+    postgres_dsn: str,
+) -> None:
+    """Large batches count their own terms: held contents, repeats and skipped records aside."""
+    store = PostgresStore(postgres_dsn)
+    held = await store.add_many([(f"held note {n} about apples", None) for n in range(300)])
+    batch = [(f"held note {n} about apples", None) for n in range(300)]
+    batch += [(f"fresh note {n % 1_000} about pears", None) for n in range(1_200)]
+    results = await store.add_many(batch)
+    assert [result.id for result in results[:300]] == [result.id for result in held]
+    assert await store.count() == 1_300
+    assert_counts_exact(postgres_dsn)
+    past = (datetime.now(timezone.utc) - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    records = await store.list()
+    copies = [
+        replace(record, user_id=f"user {index // 500}", expires_at=past if index % 7 else None)
+        for index, record in enumerate(records)
+    ]
+    copy = PostgresStore(postgres_dsn, name="copy")
+    assert await copy.import_records(copies[:400]) == sum(1 for n in range(400) if n % 7 == 0)
+    assert await copy.import_records([replace(r, expires_at=None) for r in copies]) == 1_300 - 58
+    assert_counts_exact(postgres_dsn)
+    await store.add("a small add after them: counted by the trigger")
+    assert_counts_exact(postgres_dsn)
+    for each in (store, copy):
+        await each.aclose()
+
+
+@pytest.mark.asyncio
+async def test_concurrent_bulk_writers_keep_the_counts_exact(postgres_dsn: str) -> None:
+    """Large batches sharing half their contents, at once: each distinct one counted once."""
+    clients = [PostgresStore(postgres_dsn, pool_size=1) for _ in range(4)]
+    await clients[0].setup()
+
+    async def client(number: int) -> None:
+        for round_number in range(2):
+            shared = [(f"shared fact {n} round {round_number}", None) for n in range(700)]
+            own = [(f"client {number} fact {n} round {round_number}", None) for n in range(700)]
+            await clients[number].add_many(shared + own if number % 2 else own + shared)
+
+    await asyncio.gather(*(client(n) for n in range(4)))
+    assert await clients[0].count() == 2 * (700 + 4 * 700)
+    assert_counts_exact(postgres_dsn)
+    for store in clients:
+        await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_upgrading_from_trigger_counted_terms_keeps_the_counts_exact(
+    postgres_dsn: str,
+) -> None:
+    """A database of version 3, whose trigger counted every insert's terms, upgrades in place."""
+    async with await psycopg.AsyncConnection.connect(postgres_dsn) as connection:
+        for number, migration in enumerate(MIGRATIONS[:3], start=1):
+            await connection.execute(
+                "CREATE SCHEMA IF NOT EXISTS agentrecall; CREATE TABLE IF NOT EXISTS "
+                "agentrecall.migrations (version integer PRIMARY KEY, "
+                "applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            await connection.execute(migration.replace("{schema}", '"agentrecall"').encode())
+            await connection.execute(
+                "INSERT INTO agentrecall.migrations (version) VALUES (%s)", [number]
+            )
+        # Rows written by an older release, under its trigger.
+        await connection.execute(
+            "INSERT INTO agentrecall.stores (name) VALUES ('memory'); "
+            "INSERT INTO agentrecall.scopes (store) VALUES (1); "
+            "INSERT INTO agentrecall.memories (store, id, scope, content, content_hash, "
+            "created_at, terms, length) SELECT 1, 'old ' || n, 1, 'old topic ' || n, "
+            "sha256(n::text::bytea), '2025-01-01T00:00:00.000Z', "
+            "('''old'' ''topic'' ''' || n || '''')::tsvector, 3 FROM generate_series(1, 40) n"
+        )
+        await connection.commit()
+        assert_counts_exact(postgres_dsn)
+        assert await apply_migrations(connection, "agentrecall") == len(MIGRATIONS) - 3
+    store = PostgresStore(postgres_dsn)
+    await store.add_many([(f"new topic {n % 1_100}", None) for n in range(1_500)])
+    await store.add("one more topic")
+    assert_counts_exact(postgres_dsn)
+    assert (await store.search("topic 7"))[0].content in {"old topic 7", "new topic 7"}
+    await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_batch_of_several_chunks_keeps_its_order_dedup_and_counts(
+    postgres_dsn: str,
+) -> None:
+    """More items than a chunk: repeats across chunks stored once, in order, counted once."""
+    store = PostgresStore(postgres_dsn)
+    results = await store.add_many([(f"fact {n % 10_500} of the log", None) for n in range(11_000)])
+    assert await store.count() == 10_500
+    assert [r.id for r in results[10_500:]] == [r.id for r in results[:500]]
+    listed = await store.list()
+    assert [record.content for record in listed] == [f"fact {n} of the log" for n in range(10_500)]
+    assert_counts_exact(postgres_dsn)
+    copy = PostgresStore(postgres_dsn, name="copy")
+    records = [replace(record, user_id=f"user {n // 6_000}") for n, record in enumerate(listed)]
+    assert await copy.import_records(records + records[:100]) == 10_500
+    assert [r.id for r in await copy.scope(user_id="user 1").list()] == [
+        r.id for r in records[6_000:]
+    ]
+    assert_counts_exact(postgres_dsn)
+    for each in (store, copy):
+        await each.aclose()

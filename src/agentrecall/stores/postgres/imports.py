@@ -6,15 +6,22 @@ The checks and the scope each item goes to are shared with the other backends
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall.stores import imports as checks
-from agentrecall.stores.postgres.rows import check_storable, new_row
+from agentrecall.stores.postgres.rows import check_storable, new_row_terms
 from agentrecall.stores.postgres.tables import Connection, Tables
+from agentrecall.stores.postgres.termcounts import TermCounts, Terms, tally
 from agentrecall.stores.postgres.writes import (
+    COPY_AFTER,
+    Chunk,
     Row,
+    built,
     insert,
+    pieces,
     purge_expired,
     scope_number,
 )
@@ -22,19 +29,34 @@ from agentrecall.stores.scopes import Scope
 from agentrecall.types import MemoryRecord, MemoryVersion
 
 
-def import_rows(records: Sequence[MemoryRecord]) -> list[Row]:
-    """Check every record of an import and return its row (messages give its index)."""
-    rows: list[Row] = []
-    for index, item in enumerate(records):
-        checks.check_import_record(index, item)
-        text, key, encoded, terms, length = new_row(
-            item.content, item.metadata, f" (record {index})"
-        )
-        rows.append(
-            (item.id, text, key, encoded, item.created_at, item.updated_at, item.expires_at)
-            + (terms, length)
-        )
-    return rows
+@dataclass(frozen=True, slots=True)
+class ImportRows:
+    """The records of an import, and how their rows are built: checked, expired ones left out."""
+
+    records: Sequence[MemoryRecord]
+    now: str
+    counted: bool
+
+    def rows(self, start: int, stop: int) -> Chunk:
+        """Check records ``start:stop`` and return the rows of those not expired by ``now``.
+
+        With ``counted``, the chunk holds the terms of its contents, for the writer to count.
+        """
+        rows: list[Row] = []
+        terms: Terms = {}
+        for index in range(start, stop):
+            item = self.records[index]
+            checks.check_import_record(index, item)
+            computed, found = new_row_terms(item.content, item.metadata, f" (record {index})")
+            if item.expires_at is not None and item.expires_at <= self.now:
+                continue
+            text, key, encoded, tsv, length = computed
+            times = (item.created_at, item.updated_at, item.expires_at)
+            rows.append((item.id, text, key, encoded, *times, tsv, length))
+            terms.setdefault(key, found)
+        if not self.counted:
+            return Chunk(rows, {}, Counter())
+        return Chunk(rows, terms, tally(terms))
 
 
 async def import_records(
@@ -48,19 +70,28 @@ async def import_records(
 
     A record whose id the store holds, whose content its scope holds, or that has expired is
     skipped. Consecutive records of one scope go in together, in order. With ``found`` (each
-    content's vector), each new memory's vector goes in too.
+    content's vector), each new memory's vector goes in too. A large import builds its rows
+    in a thread, a chunk ahead of the server, and counts their terms itself.
     """
     runs = checks.scope_runs(view, records, MemoryRecord, "record")
-    rows = import_rows(records)
-    now = utc_timestamp()
-    await purge_expired(connection, tables, now)
+    source = ImportRows(records, utc_timestamp(), len(records) > COPY_AFTER)
+    await purge_expired(connection, tables, source.now)
+    counts = TermCounts() if source.counted else None
+    parts = [(target, *part) for target, start, stop in runs for part in pieces(start, stop)]
     added = 0
-    for target, start, stop in runs:
-        number = await scope_number(connection, tables, target)
-        live = [row for row in rows[start:stop] if row[6] is None or row[6] > now]
-        if live:
+    scopes: dict[Scope, int] = {}
+    index = 0
+    async for chunk in built([(start, stop) for _, start, stop in parts], source.rows):
+        target = parts[index][0]
+        index += 1
+        if target not in scopes:
+            scopes[target] = await scope_number(connection, tables, target)
+        if chunk.rows:
             conflict = "ON CONFLICT DO NOTHING"
-            added += len(await insert(connection, tables, number, live, conflict, found))
+            new = await insert(connection, tables, scopes[target], chunk, conflict, found, counts)
+            added += len(new)
+    if counts is not None:
+        await counts.write(connection, tables)
     return added
 
 

@@ -24,14 +24,28 @@ NewRow = tuple[str, bytes, str | None, str, int]
 def tsvector(content: str) -> tuple[str, int]:
     """Return the ``tsvector`` text of ``content``'s distinct terms, and how many terms it has.
 
-    Terms are runs of letters and digits (or CJK characters), so none holds a quote or a
-    backslash and each can be written between quotes as it is. No positions are kept: the
-    rerank reads the text, and without them an import builds rows twice as fast.
+    No positions are kept: the rerank reads the text, and without them an import builds rows
+    twice as fast.
     """
-    lexemes, length = distinct_terms(content)
+    found, length = lexemes(content)
+    return as_tsvector(found), length
+
+
+def lexemes(content: str) -> tuple[list[str], int]:
+    """Return the distinct terms of ``content`` its index holds, and how many terms it has."""
+    found, length = distinct_terms(content)
     if len(content) > MAX_LEXEME_CHARACTERS:  # only a long content can hold a long term
-        lexemes = [term for term in lexemes if len(term) <= MAX_LEXEME_CHARACTERS]
-    return "'" + "' '".join(lexemes) + "'" if lexemes else "", length
+        found = [term for term in found if len(term) <= MAX_LEXEME_CHARACTERS]
+    return found, length
+
+
+def as_tsvector(terms: list[str]) -> str:
+    """Return the ``tsvector`` text of distinct ``terms``.
+
+    Terms are runs of letters and digits (or CJK characters), so none holds a quote or a
+    backslash and each can be written between quotes as it is.
+    """
+    return "'" + "' '".join(terms) + "'" if terms else ""
 
 
 def tsquery(terms: list[str]) -> str:
@@ -46,12 +60,19 @@ def new_row(content: str, metadata: JsonObject | None, where: str) -> NewRow:
         InvalidArgumentError: the content or metadata holds U+0000, which PostgreSQL text
             and ``jsonb`` cannot store (``where`` follows the argument's name in the message).
     """
+    return new_row_terms(content, metadata, where)[0]
+
+
+def new_row_terms(
+    content: str, metadata: JsonObject | None, where: str
+) -> tuple[NewRow, list[str]]:
+    """Return :func:`new_row`'s columns and the distinct terms its ``tsvector`` holds."""
     check_storable(content, f"content{where}")
     if metadata is not None:
         check_storable(metadata, f"metadata{where}")
-    terms, length = tsvector(content)
+    found, length = lexemes(content)
     encoded = None if metadata is None else encode(metadata)
-    return content, content_hash(content), encoded, terms, length
+    return (content, content_hash(content), encoded, as_tsvector(found), length), found
 
 
 def check_storable(value: object, argument: str) -> None:

@@ -29,7 +29,9 @@ The tables:
   ever update one counter row at once: no queue, no deadlock, whatever order they write in.
 * ``term_stats (store, term, shard, memories)`` (migration 3): how many of a store's
   memories hold each term (its document frequency, for BM25), kept by the same triggers in
-  the same shards; a term's count is the sum of its shards.
+  the same shards; a term's count is the sum of its shards. Since migration 4 a bulk write
+  counts its own terms (:mod:`~agentrecall.stores.postgres.termcounts`), and the trigger then
+  counts only memories and lengths.
 """
 
 from __future__ import annotations
@@ -204,6 +206,36 @@ MIGRATIONS: list[str] = [
     BEGIN
         -- An operation's statement may name only the transition tables it has.
         IF TG_OP = 'INSERT' THEN
+            PERFORM {schema}.count_changes(chosen, array_agg(store), array_agg(1),
+                array_agg(terms), array_agg(length)) FROM new_rows;
+        ELSIF TG_OP = 'DELETE' THEN
+            PERFORM {schema}.count_changes(chosen, array_agg(store), array_agg(-1),
+                array_agg(terms), array_agg(length)) FROM old_rows;
+        ELSE
+            PERFORM {schema}.count_changes(chosen, array_agg(store), array_agg(sign),
+                array_agg(terms), array_agg(length)) FROM (
+                SELECT store, 1 AS sign, terms, length FROM new_rows
+                UNION ALL SELECT store, -1, terms, length FROM old_rows
+            ) AS c;
+        END IF;
+        RETURN NULL;
+    END $$;
+    """,
+    # A bulk write may count its new memories' terms itself, once for the whole write
+    # (stores/postgres/termcounts.py): while its transaction sets agentrecall.terms_by_writer,
+    # an insert's trigger counts only the memories and their lengths. Unnesting every row's
+    # terms and upserting them per chunk was half of the server's work of an import.
+    """
+    CREATE OR REPLACE FUNCTION {schema}.count_memories() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+        chosen integer := {schema}.write_shard();
+        by_writer boolean := current_setting('agentrecall.terms_by_writer', true) = 'on';
+    BEGIN
+        -- An operation's statement may name only the transition tables it has.
+        IF TG_OP = 'INSERT' AND by_writer THEN
+            PERFORM {schema}.count_changes(chosen, array_agg(store), array_agg(1),
+                array_agg(NULL::tsvector), array_agg(length)) FROM new_rows;
+        ELSIF TG_OP = 'INSERT' THEN
             PERFORM {schema}.count_changes(chosen, array_agg(store), array_agg(1),
                 array_agg(terms), array_agg(length)) FROM new_rows;
         ELSIF TG_OP = 'DELETE' THEN

@@ -392,7 +392,7 @@ class PostgresStore(front.StoreFront):
 
     async def _add_alone(self, new: writes.NewMemories) -> AddResult:
         """Add one memory without a vector in one statement (:func:`.writes.add_alone`)."""
-        (row,) = new.rows(0, 1)  # first: a bad item is refused before any I/O
+        (row,) = new.rows(0, 1).rows  # first: a bad item is refused before any I/O
         tables = await self._ready()
         assert tables is not None, "a writable store's tables exist once it is ready"
         number = self._shared.scopes.get(self._scope)
