@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentrecall._internal.sqlite import Database
-from agentrecall.retrieval.neighbours import REACH, WINDOW, adjacent, expand, smooth
+from agentrecall.retrieval.neighbours import REACH, WINDOW, conversation_ranking
 from agentrecall.stores.hybrid import (
     Hit,
     entries,
@@ -240,22 +240,15 @@ def _with_neighbours(
             [request.session_key, low, high, *request.params],
         ):
             sessions.append((seq, memory_id, None if session is None else (scope, session)))
-    neighbours = adjacent(sessions)
-    smoothed = smooth(scores, neighbours)
-    # The found memories, by smoothed score; memories found only as neighbours come in as
-    # neighbours of the best ones.
-    order = sorted(scores, key=lambda key: -smoothed[key])
-    chosen = expand(order, neighbours, request.limit)
-    added = [memory_id for memory_id in chosen if memory_id not in hits]
+    ranking = conversation_ranking(scores, sessions, request.limit)
+    added = [memory_id for memory_id, _ in ranking if memory_id not in hits]
     if added:
         marks = ", ".join("?" * len(added))
         for memory_id, content, metadata in db.execute(
             f"SELECT id, content, metadata FROM memories WHERE id IN ({marks})", added
         ):
             hits[memory_id] = Hit(memory_id, content, decode_metadata(metadata))
-    return sorted(
-        ((key, smoothed[key]) for key in chosen if key in hits), key=lambda item: -item[1]
-    )
+    return [(key, score) for key, score in ranking if key in hits]
 
 
 def _windows(seqs: Sequence[int]) -> list[tuple[int, int]]:
