@@ -54,7 +54,7 @@ import psycopg  # noqa: E402
 from corpus import corpus, query_sample  # noqa: E402
 from postgres_recall import DSN_VARIABLE, database  # noqa: E402
 from psycopg import sql  # noqa: E402
-from timing import ms, percentile, time_adds, time_searches  # noqa: E402
+from timing import load, ms, percentile, time_adds, time_searches  # noqa: E402
 
 from agentrecall import MemoryRecord, PostgresStore, SQLiteStore  # noqa: E402
 from agentrecall.testing import HashEmbedder  # noqa: E402
@@ -256,11 +256,11 @@ async def import_section(sizes: Sequence[int]) -> None:
     for size in sizes:
         items = list(corpus(size))
         for label in ("SQLiteStore", "PostgresStore"):
-            before = os.getloadavg()[0]
+            before = load()
             figures = await imports(label, items)
             lines.append(
                 f"| {size:,} | {label} | {figures['import']} | {figures['records']} | "
-                f"{before:.1f} → {os.getloadavg()[0]:.1f} |"
+                f"{before} → {load()} |"
             )
     IMPORT_RESULTS.write_text("\n".join([*lines, ""]), encoding="utf-8")
     print("\n".join(lines))
@@ -300,11 +300,6 @@ def durable_database(settings: dict[str, str]) -> Iterator[str]:
             server.restart()  # shared_buffers takes effect only at a start
         with mock.patch.dict(os.environ, {DSN_VARIABLE: server.dsn}), database() as dsn:
             yield dsn
-
-
-def load() -> str:
-    """The machine's load average over the last minute, to print beside figures."""
-    return f"{os.getloadavg()[0]:.1f}"
 
 
 async def main(argv: Sequence[str] | None = None) -> None:

@@ -23,7 +23,7 @@ calls of :data:`BATCH` (the index kept up to date row by row, as every load did 
 four times as many in one ``add_many`` into another store (its index dropped and built once
 after); ``--incremental 0`` skips this.
 
-The load average (``/proc/loadavg``) is noted beside each figure: the machine has 2 shared
+The load average over the last minute is noted beside each figure: the machine has 2 shared
 vCPUs, so compare the two stores within one run.
 """
 
@@ -44,7 +44,7 @@ import numpy  # noqa: E402
 import psycopg  # noqa: E402
 from corpus import corpus, query_sample  # noqa: E402
 from postgres_recall import database  # noqa: E402
-from timing import ms, percentile, time_searches  # noqa: E402
+from timing import load, ms, percentile, time_searches  # noqa: E402
 
 from agentrecall import PostgresStore, SQLiteStore  # noqa: E402
 from agentrecall.testing import HashEmbedder  # noqa: E402
@@ -57,11 +57,6 @@ WARMUP = 20
 HYBRID = {"mode": "hybrid", "limit": 10}
 SEMANTIC = {"mode": "semantic", "limit": 10}
 KEYWORD = {"mode": "keyword", "limit": 10}
-
-
-def load() -> str:
-    """The 1-minute load average now."""
-    return Path("/proc/loadavg").read_text(encoding="ascii").split()[0]
 
 
 async def add_all(store: Any, items: Sequence[tuple[str, Any]]) -> float:

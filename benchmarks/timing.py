@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 import time
@@ -46,6 +47,11 @@ async def time_searches(
         await store.search(question, options)
         timings.append(time.perf_counter() - began)
     return timings
+
+
+def load() -> str:
+    """The machine's load average over the last minute, to print beside figures."""
+    return f"{os.getloadavg()[0]:.1f}"
 
 
 def peak_rss_mb() -> float:
