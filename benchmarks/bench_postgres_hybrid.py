@@ -18,6 +18,12 @@ LoCoMo dev turns among generated filler). Per size:
   off) over ``--recall-queries`` of the questions. Ties count: a hit is right when its
   similarity is at least that of the exact tenth (hashed word vectors have many equal ones).
 
+A 1M load takes about half an hour; ``--keep NAME`` (with ``AGENTRECALL_BENCH_POSTGRES_DSN``)
+keeps each size's PostgreSQL store in the database ``NAME_<size>`` of that server, and a later
+run with the same ``NAME`` searches it without loading it again, its loading figures those of
+the run that loaded it. The server of a run without ``--keep`` has ``bench_postgres``'s
+``SERVER_SETTINGS``.
+
 Then ``--incremental`` memories added with vectors into a store whose HNSW index exists, in
 calls of :data:`BATCH` (the index kept up to date row by row, as every load did before), and
 four times as many in one ``add_many`` into another store (its index dropped and built once
@@ -31,10 +37,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +50,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy  # noqa: E402
 import psycopg  # noqa: E402
+from bench_postgres import SERVER_SETTINGS, durable_database  # noqa: E402
 from corpus import corpus, query_sample  # noqa: E402
-from postgres_recall import database  # noqa: E402
+from postgres_recall import DSN_VARIABLE  # noqa: E402
+from psycopg import sql  # noqa: E402
 from timing import load, ms, percentile, time_searches  # noqa: E402
 
 from agentrecall import PostgresStore, SQLiteStore  # noqa: E402
@@ -92,9 +102,30 @@ async def sqlite(items: Sequence[tuple[str, Any]]) -> dict[str, str]:
     return figures
 
 
-async def postgres(
-    dsn: str, items: Sequence[tuple[str, Any]], recall_queries: int
-) -> dict[str, str]:
+async def postgres(size: int, keep: str | None, recall_queries: int) -> dict[str, str]:
+    """Load ``size`` memories unless an earlier run kept them (``keep``), then search."""
+    with postgres_database(keep, size) as (dsn, loaded):
+        if loaded is None:
+            loaded = await load_postgres(dsn, list(corpus(size)))
+            if keep is not None:
+                mark_loaded(dsn, loaded)
+        return await postgres_searches(dsn, loaded, recall_queries)
+
+
+async def postgres_searches(dsn: str, loaded: str, recall_queries: int) -> dict[str, str]:
+    """Search the loaded store at ``dsn``; ``loaded`` is its loading figure."""
+    figures = {"load": loaded}
+    print(f"PostgresStore: {loaded}", flush=True)
+    store = PostgresStore(dsn, embedder=HashEmbedder(DIMENSION))
+    figures |= await searches(store)
+    figures["recall"] = await recall(store, dsn, recall_queries)
+    print(f"  recall: {figures['recall']}", flush=True)
+    await store.aclose()
+    return figures
+
+
+async def load_postgres(dsn: str, items: Sequence[tuple[str, Any]]) -> str:
+    """Load ``items`` keyword-only, then store their vectors; return the loading figures."""
     plain = PostgresStore(dsn)
     rate = await add_all(plain, items)
     await plain.aclose()
@@ -103,21 +134,59 @@ async def postgres(
     stored = [began]
     await store.reindex(progress=lambda done, total: stored.append(time.perf_counter()))
     ended = time.perf_counter()
+    await store.aclose()
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as connection:
         await connection.execute("ANALYZE agentrecall.memories")
         await connection.execute("ANALYZE agentrecall.vectors")
     vectors_s, build_s = stored[-1] - began, ended - stored[-1]
-    figures = {
-        "load": f"{rate:,.0f}/s keyword-only `add_many`, then `reindex()` "
+    return (
+        f"{rate:,.0f}/s keyword-only `add_many`, then `reindex()` "
         f"{len(items) / (ended - began):,.0f}/s: vectors stored in {vectors_s:,.0f} s, HNSW "
-        f"index built in {build_s:,.0f} s (load {load()})",
-    }
-    print(f"PostgresStore: {figures['load']}", flush=True)
-    figures |= await searches(store)
-    figures["recall"] = await recall(store, dsn, recall_queries)
-    print(f"  recall: {figures['recall']}", flush=True)
-    await store.aclose()
-    return figures
+        f"index built in {build_s:,.0f} s (load {load()})"
+    )
+
+
+@contextmanager
+def postgres_database(keep: str | None, size: int) -> Iterator[tuple[str, str | None]]:
+    """Yield a database's URL for the store of ``size`` memories, and its loading figure.
+
+    Without ``keep``, a fresh database on a throwaway server (or on the server of
+    ``AGENTRECALL_BENCH_POSTGRES_DSN``), dropped afterwards, and no figure. With ``keep``, the
+    database ``keep_size`` on that server, kept, and the figure of the run that loaded it,
+    ``None`` when no earlier run finished loading it (the database is then made afresh).
+    """
+    if keep is None:
+        with durable_database(SERVER_SETTINGS) as dsn:
+            yield dsn, None
+        return
+    server = os.environ.get(DSN_VARIABLE)
+    if not server:
+        raise SystemExit(f"--keep needs {DSN_VARIABLE}: the server to keep the stores on")
+    database = f"{keep}_{size}"
+    info = psycopg.conninfo.conninfo_to_dict(server)
+    info["dbname"] = database
+    dsn = psycopg.conninfo.make_conninfo(**{k: str(v) for k, v in info.items()})
+    figure = None
+    with psycopg.connect(server, autocommit=True) as admin:
+        if admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database]).fetchone():
+            with psycopg.connect(dsn) as connection:
+                marked = connection.execute("SELECT to_regclass('public.bench_loaded')").fetchone()
+                if marked and marked[0]:
+                    row = connection.execute("SELECT figure FROM public.bench_loaded").fetchone()
+                    figure = None if row is None else str(row[0])
+        if figure is None:
+            admin.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(database))
+            )
+            admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
+    yield dsn, None if figure is None else f"{figure}, loaded by an earlier run"
+
+
+def mark_loaded(dsn: str, figure: str) -> None:
+    """Note in the database at ``dsn`` that it holds a loaded store, with its loading figure."""
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        connection.execute("CREATE TABLE public.bench_loaded (figure text NOT NULL)")
+        connection.execute("INSERT INTO public.bench_loaded VALUES (%s)", [figure])
 
 
 async def recall(store: PostgresStore, dsn: str, count: int) -> str:
@@ -189,18 +258,21 @@ async def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000])
     parser.add_argument("--incremental", type=int, default=5_000)
     parser.add_argument("--recall-queries", type=int, default=50)
+    parser.add_argument(
+        "--keep",
+        metavar="NAME",
+        help=f"keep PostgreSQL's stores in databases NAME_<size> of {DSN_VARIABLE}'s server",
+    )
     args = parser.parse_args(argv)
     rows: list[tuple[int, dict[str, str], dict[str, str]]] = []
     for size in args.sizes:
-        items = list(corpus(size))
         print(f"{size:,} memories (load {load()})", flush=True)
-        lite = await sqlite(items)
-        with database(durable=True) as dsn:
-            rows.append((size, lite, await postgres(dsn, items, args.recall_queries)))
+        pg = await postgres(size, args.keep, args.recall_queries)
+        rows.append((size, await sqlite(list(corpus(size))), pg))
         RESULTS.write_text(report(rows, None), encoding="utf-8")  # kept if a later size fails
     old = None
     if args.incremental:
-        with database(durable=True) as dsn:
+        with durable_database(SERVER_SETTINGS) as dsn:
             old = await incremental(dsn, args.incremental)
     RESULTS.write_text(report(rows, old), encoding="utf-8")
     print(RESULTS.read_text(encoding="utf-8"))

@@ -135,8 +135,9 @@ async def test_a_read_only_store_never_writes(postgres_dsn: str) -> None:
     assert _rows(postgres_dsn, "SELECT to_regnamespace('agentrecall') IS NULL") == [(True,)]
     writer = PostgresStore(postgres_dsn)
     memory = await writer.add("Written by the writer")
-    assert (await PostgresStore(postgres_dsn, writable=False).get(memory.id)) is not None
-    for store in (reader, writer):
+    other = PostgresStore(postgres_dsn, writable=False)
+    assert (await other.get(memory.id)) is not None
+    for store in (reader, writer, other):
         await store.aclose()
 
 

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from agentrecall.stores.sqlite.export import SnapshotSink
 
 T = TypeVar("T")
+U = TypeVar("U")
 
 RETRIES = 5
 """Attempts of a transaction that the server aborted for a deadlock or a serialization failure
@@ -435,34 +436,65 @@ class PostgresStore(front.StoreFront):
         terms = query_terms(call.query)
         if call.mode == "keyword" and not terms or not call.query.strip():
             return []
-        vector = None
-        if self._vectors is not None and call.mode != "keyword":
-            vector = await self._vectors.query(call.query)
         conditions, mode, limit = call.conditions, call.mode, call.limit
         conversation = call.neighbours
-        pool = pool_size(mode, conversation, limit)
-        session_key = self._search_settings.session_key
+        now = utc_timestamp()
+        if mode == "keyword" and not conversation:
 
-        async def read(connection: Connection, tables: Tables) -> front.Entries:
-            where, params = tables.where(conditions, utc_timestamp())
-            if mode == "keyword" and not conversation:
+            async def ranked(connection: Connection, tables: Tables) -> front.Entries:
+                where, params = tables.where(conditions, now)
                 return hits(await search.keyword(connection, tables, terms, limit, where, params))
-            keyword: list[Hit] = []
-            if mode != "semantic" and terms:
-                found = await search.keyword(connection, tables, terms, pool, where, params)
-                keyword = [keyword_hit(entry) for entry in hits(found)]
-            semantic: list[Hit] = []
-            if vector is not None and self._vectors is not None:
-                semantic = await vectors.nearest(
-                    connection, tables, self._vectors, vector, where, params, pool
+
+            return await self._read(ranked, [])
+        pool = pool_size(mode, conversation, limit)
+        # The two rankings are read at once, each on a connection of its own: their statements
+        # then run side by side on the server, and the query is embedded meanwhile.
+        keyword, semantic = await _both(
+            self._keyword_hits(terms if mode != "semantic" else {}, conditions, now, pool),
+            self._semantic_hits(call.query if mode != "keyword" else "", conditions, now, pool),
+        )
+        ranking = rank(mode, conversation, keyword, semantic)
+        found = merged(keyword, semantic)
+        if conversation:
+            session_key = self._search_settings.session_key
+
+            async def around(connection: Connection, tables: Tables) -> list[tuple[str, float]]:
+                where = tables.where(conditions, now)
+                return await with_neighbours(
+                    connection, tables, ranking, found, where, session_key, limit
                 )
-            ranked = rank(mode, conversation, keyword, semantic)
-            found_hits = merged(keyword, semantic)
-            if conversation:
-                ranked = await with_neighbours(
-                    connection, tables, ranked, found_hits, (where, params), session_key, limit
-                )
-            return entries(found_hits, ranked[:limit], mode)
+
+            ranking = await self._read(around, [])
+        return entries(found, ranking[:limit], mode)
+
+    async def _keyword_hits(
+        self, terms: dict[str, str], conditions: front.Conditions, now: str, wanted: int
+    ) -> list[Hit]:
+        """Return the ``wanted`` best memories for ``terms`` by BM25, none without terms."""
+        if not terms:
+            return []
+
+        async def read(connection: Connection, tables: Tables) -> list[Hit]:
+            where, params = tables.where(conditions, now)
+            found = await search.keyword(connection, tables, terms, wanted, where, params)
+            return [keyword_hit(entry) for entry in hits(found)]
+
+        return await self._read(read, [])
+
+    async def _semantic_hits(
+        self, query: str, conditions: front.Conditions, now: str, wanted: int
+    ) -> list[Hit]:
+        """Return the ``wanted`` memories closest to ``query``, none without one or an embedder."""
+        if self._vectors is None or not query:
+            return []
+        model = self._vectors
+        vector = await model.query(query)
+        if vector is None:
+            return []
+
+        async def read(connection: Connection, tables: Tables) -> list[Hit]:
+            where, params = tables.where(conditions, now)
+            return await vectors.nearest(connection, tables, model, vector, where, params, wanted)
 
         return await self._read(read, [])
 
@@ -712,3 +744,13 @@ async def _exists(connection: Connection, schema: str) -> bool:
     cursor = await connection.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
     row = await cursor.fetchone()
     return bool(row and row[0])
+
+
+async def _both(first: Awaitable[T], second: Awaitable[U]) -> tuple[T, U]:
+    """Await both at once; both end before an error of either (``first``'s before) is raised."""
+    one, two = await asyncio.gather(first, second, return_exceptions=True)
+    if isinstance(one, BaseException):
+        raise one
+    if isinstance(two, BaseException):
+        raise two
+    return one, two
