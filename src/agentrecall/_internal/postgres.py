@@ -57,6 +57,9 @@ DEFAULT_CONNECT_TIMEOUT = 10
 DEFAULT_APPLICATION_NAME = "agentrecall"
 """How agentrecall's sessions show in ``pg_stat_activity``, unless the DSN names them."""
 
+_AT_ONCE = 0.001
+"""Seconds :meth:`AsyncPostgresPool.idle` waits: enough to take a connection that is idle."""
+
 # SQLSTATEs of a server that cannot serve this connection now but may soon: connection
 # exceptions (class 08), shut down by an administrator or a crash, starting up or in
 # recovery, out of connection slots.
@@ -609,6 +612,39 @@ class AsyncPostgresPool(_PoolBase):
         import psycopg
 
         pool, connection = await self._lend()
+        try:
+            yield connection
+        except psycopg.Error as error:
+            raise self._translate(error, connection.broken) from error
+        finally:
+            self._lent -= 1
+            await pool.putconn(connection)
+
+    @contextlib.asynccontextmanager
+    async def idle(self) -> AsyncIterator[psycopg.AsyncConnection[Any] | None]:
+        """Lend a connection for the block if one is idle now, else ``None``; it never waits.
+
+        For work a caller may as well do on the connection it holds: asking for a second one
+        this way never waits for another holder, so holders never wait for each other. When
+        none is idle and the pool may grow, it opens one for a later call.
+        """
+        import psycopg
+        import psycopg_pool
+
+        pool = self._pool
+        if pool is None:
+            yield None
+            return
+        try:
+            connection = await pool.getconn(timeout=_AT_ONCE)
+        except psycopg_pool.PoolTimeout:
+            connection = None
+        except psycopg.Error:
+            connection = None  # the caller's own connection will meet the failure, if lasting
+        if connection is None:
+            yield None
+            return
+        self._lent += 1
         try:
             yield connection
         except psycopg.Error as error:

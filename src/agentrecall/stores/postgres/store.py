@@ -6,7 +6,9 @@ import asyncio
 import contextlib
 import copy
 import functools
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import AbstractAsyncContextManager
+from contextvars import ContextVar
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -21,6 +23,7 @@ from agentrecall._internal.postgres import (
     parse_dsn,
 )
 from agentrecall._internal.text import check_text
+from agentrecall._internal.together import both
 from agentrecall.embeddings.adapters import store_embedder
 from agentrecall.embeddings.base import Embedder
 from agentrecall.errors import InvalidArgumentError, StorageError
@@ -43,7 +46,6 @@ if TYPE_CHECKING:
     from agentrecall.stores.sqlite.export import SnapshotSink
 
 T = TypeVar("T")
-U = TypeVar("U")
 
 RETRIES = 5
 """Attempts of a transaction that the server aborted for a deadlock or a serialization failure
@@ -443,13 +445,16 @@ class PostgresStore(front.StoreFront):
 
             async def ranked(connection: Connection, tables: Tables) -> front.Entries:
                 where, params = tables.where(conditions, now)
-                return hits(await search.keyword(connection, tables, terms, limit, where, params))
+                found = await search.keyword(
+                    connection, tables, terms, limit, where, params, self._spare
+                )
+                return hits(found)
 
             return await self._read(ranked, [])
         pool = pool_size(mode, conversation, limit)
         # The two rankings are read at once, each on a connection of its own: their statements
         # then run side by side on the server, and the query is embedded meanwhile.
-        keyword, semantic = await _both(
+        keyword, semantic = await both(
             self._keyword_hits(terms if mode != "semantic" else {}, conditions, now, pool),
             self._semantic_hits(call.query if mode != "keyword" else "", conditions, now, pool),
         )
@@ -476,7 +481,9 @@ class PostgresStore(front.StoreFront):
 
         async def read(connection: Connection, tables: Tables) -> list[Hit]:
             where, params = tables.where(conditions, now)
-            found = await search.keyword(connection, tables, terms, wanted, where, params)
+            found = await search.keyword(
+                connection, tables, terms, wanted, where, params, self._spare
+            )
             return [keyword_hit(entry) for entry in hits(found)]
 
         return await self._read(read, [])
@@ -694,7 +701,7 @@ class PostgresStore(front.StoreFront):
         replica = None if read else self._shared.replica
 
         async def attempt() -> T:
-            async with self._shared.pool.connection() as connection:
+            async with self._shared.pool.connection() as connection, _serving(self._shared.pool):
                 if alone:
                     found = await work(connection, tables)
                 else:
@@ -707,19 +714,38 @@ class PostgresStore(front.StoreFront):
 
         return await _retried(attempt)
 
+    def _spare(self) -> AbstractAsyncContextManager[Connection | None]:
+        """Lend an idle connection of the pool serving the read in progress, else ``None``."""
+        serving = _SERVING.get()
+        return contextlib.nullcontext() if serving is None else serving.idle()
+
     async def _on_replica(
         self, work: Callable[[Connection, Tables], Awaitable[T]], tables: Tables, replica: Replica
     ) -> list[T]:
         """Run the read ``work`` on the replica: ``[answer]``, or ``[]`` if it is behind."""
 
         async def attempt() -> list[T]:
-            async with replica.pool.connection() as connection:
+            async with replica.pool.connection() as connection, _serving(replica.pool):
                 async with connection.transaction():
                     if not await replica.serves(connection):
                         return []
                     return [await work(connection, tables)]
 
         return await _retried(attempt)
+
+
+_SERVING: ContextVar[AsyncPostgresPool | None] = ContextVar("serving", default=None)
+"""The pool whose connection the work in progress holds: where a spare one comes from."""
+
+
+@contextlib.asynccontextmanager
+async def _serving(pool: AsyncPostgresPool) -> AsyncIterator[None]:
+    """Note ``pool`` as serving the work in progress for the block."""
+    token = _SERVING.set(pool)
+    try:
+        yield
+    finally:
+        _SERVING.reset(token)
 
 
 async def _retried(attempt: Callable[[], Awaitable[T]]) -> T:
@@ -744,13 +770,3 @@ async def _exists(connection: Connection, schema: str) -> bool:
     cursor = await connection.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
     row = await cursor.fetchone()
     return bool(row and row[0])
-
-
-async def _both(first: Awaitable[T], second: Awaitable[U]) -> tuple[T, U]:
-    """Await both at once; both end before an error of either (``first``'s before) is raised."""
-    one, two = await asyncio.gather(first, second, return_exceptions=True)
-    if isinstance(one, BaseException):
-        raise one
-    if isinstance(two, BaseException):
-        raise two
-    return one, two
