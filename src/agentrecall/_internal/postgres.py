@@ -609,16 +609,9 @@ class AsyncPostgresPool(_PoolBase):
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
         """Lend a connection for the block; failures leave as agentrecall errors."""
-        import psycopg
-
         pool, connection = await self._lend()
-        try:
+        async with self._lending(pool, connection):
             yield connection
-        except psycopg.Error as error:
-            raise self._translate(error, connection.broken) from error
-        finally:
-            self._lent -= 1
-            await pool.putconn(connection)
 
     @contextlib.asynccontextmanager
     async def idle(self) -> AsyncIterator[psycopg.AsyncConnection[Any] | None]:
@@ -628,25 +621,30 @@ class AsyncPostgresPool(_PoolBase):
         this way never waits for another holder, so holders never wait for each other. When
         none is idle and the pool may grow, it opens one for a later call.
         """
-        import psycopg
         import psycopg_pool
 
         pool = self._pool
-        if pool is None:
-            yield None
-            return
         try:
-            connection = await pool.getconn(timeout=_AT_ONCE)
-        except psycopg_pool.PoolTimeout:
+            connection = None if pool is None else await self._take(pool, _AT_ONCE)
+        except (psycopg_pool.PoolTimeout, psycopg_pool.PoolClosed):
             connection = None
-        except psycopg.Error:
-            connection = None  # the caller's own connection will meet the failure, if lasting
-        if connection is None:
+        if pool is None or connection is None:
             yield None
             return
-        self._lent += 1
-        try:
+        async with self._lending(pool, connection):
             yield connection
+
+    @contextlib.asynccontextmanager
+    async def _lending(
+        self,
+        pool: psycopg_pool.AsyncConnectionPool[psycopg.AsyncConnection[Any]],
+        connection: psycopg.AsyncConnection[Any],
+    ) -> AsyncIterator[None]:
+        """Give ``connection`` back to ``pool`` after the block; failures leave translated."""
+        import psycopg
+
+        try:
+            yield
         except psycopg.Error as error:
             raise self._translate(error, connection.broken) from error
         finally:
@@ -685,9 +683,11 @@ class AsyncPostgresPool(_PoolBase):
             raise self._exhausted() from error
 
     async def _take(
-        self, pool: psycopg_pool.AsyncConnectionPool[psycopg.AsyncConnection[Any]]
+        self,
+        pool: psycopg_pool.AsyncConnectionPool[psycopg.AsyncConnection[Any]],
+        timeout: float | None = None,
     ) -> psycopg.AsyncConnection[Any]:
-        connection = await pool.getconn(timeout=self.timeout)
+        connection = await pool.getconn(timeout=self.timeout if timeout is None else timeout)
         self._lent += 1
         return connection
 
