@@ -260,3 +260,43 @@ def test_log_positions_read_and_write_as_postgresql_writes_them() -> None:
     assert format_lsn(0x16_B374_D848) == "16/B374D848"
     assert format_lsn(parse_lsn("0/3001148")) == "0/3001148"
     assert parse_lsn("0/0") == 0
+
+
+@pytest.mark.asyncio
+async def test_a_search_in_halves_never_reads_a_half_on_a_server_behind_the_store(
+    cluster: Pair, databases: tuple[str, str]
+) -> None:
+    """Reads balanced over the standby and the primary: a spare may be on either.
+
+    With the standby's replay paused after the store's last write, a read on the primary may
+    be given a spare connection to the standby, which lacks that write; such a spare is not
+    used, so the write's rare term is always found.
+    """
+    primary_dsn, replica_dsn = databases
+    primary = psycopg.conninfo.conninfo_to_dict(primary_dsn)
+    standby = psycopg.conninfo.conninfo_to_dict(replica_dsn)
+    balanced = psycopg.conninfo.make_conninfo(
+        replica_dsn,
+        host=f"{standby['host']},{primary['host']}",
+        port=f"{standby['port']},{primary['port']}",
+        load_balance_hosts="random",
+    )
+    writer = PostgresStore(primary_dsn)
+    items = []
+    for n in range(4_000):
+        words = [name for name, step in (("alpha", 5), ("beta", 6)) if n % step == 0]
+        items.append((" ".join([*words, f"item{n}"]), None))
+    await writer.add_many(items)
+    await writer.aclose()
+    store = PostgresStore(primary_dsn, read_dsn=balanced, pool_size=8)
+    try:
+        replayed(cluster)
+        # Eight reads at once open the read pool's eight connections, to either server.
+        await asyncio.gather(*(store.search("alpha beta") for _ in range(8)))
+        async with replay_paused(cluster[1]):
+            mine = await store.add("zeta omega, written last")
+            for _ in range(40):
+                hits = await store.search("alpha beta zeta")
+                assert hits[0].id == mine.id
+    finally:
+        await store.aclose()

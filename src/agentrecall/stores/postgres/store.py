@@ -7,7 +7,6 @@ import contextlib
 import copy
 import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -714,10 +713,23 @@ class PostgresStore(front.StoreFront):
 
         return await _retried(attempt)
 
-    def _spare(self) -> AbstractAsyncContextManager[Connection | None]:
-        """Lend an idle connection of the pool serving the read in progress, else ``None``."""
+    @contextlib.asynccontextmanager
+    async def _spare(self) -> AsyncIterator[Connection | None]:
+        """Lend an idle connection of the pool serving the read in progress, else ``None``.
+
+        From the replica's pool, only one whose server has replayed this store's writes too:
+        behind a load balancer it may be another standby than the read's.
+        """
         serving = _SERVING.get()
-        return contextlib.nullcontext() if serving is None else serving.idle()
+        if serving is None:
+            yield None
+            return
+        replica = self._shared.replica
+        async with serving.idle() as other:
+            if other is None or replica is None or serving is not replica.pool:
+                yield other
+            else:
+                yield other if await replica.serves(other) else None
 
     async def _on_replica(
         self, work: Callable[[Connection, Tables], Awaitable[T]], tables: Tables, replica: Replica
