@@ -47,6 +47,8 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_mcp.py
 	$(BIN)/python benchmarks/bench_import_floor.py
 	$(BIN)/python benchmarks/bench_cli.py
+	$(BIN)/python benchmarks/bench_postgres.py
+	$(BIN)/python benchmarks/postgres_recall.py
 
 clean:
 	rm -rf $(VENV) .demo
