@@ -5,8 +5,8 @@ FTS5 writes what it indexes as segments and merges them as it goes: with ``autom
 commit that finds ``crisismerge`` (16 by default) segments on one level, all of them at once.
 Feeding a million memories in batches of 50,000 rewrote every posting two to three times
 that way: about two fifths of the index's work. :func:`merging_held` holds the merges off
-while one statement feeds the index and puts the settings back before the transaction
-commits, so the commit's own flush still merges by them. Merging a level's segments in one
+while one statement feeds the index and puts the settings back as soon as it is done, so
+the commit's own flush of what is still pending merges by them. Merging a level's segments in one
 go instead of eight at a time writes each posting fewer times; searches right after such
 an import measured as fast as after one merged as it went.
 
