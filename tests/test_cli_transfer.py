@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 from datetime import datetime, timedelta, timezone
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,8 @@ from hypothesis import HealthCheck, given, settings
 
 from agentrecall import JsonFileStore, MemoryRecord, SQLiteStore
 from agentrecall.cli.main import main
-from agentrecall.export_format import FORMAT, VERSION
-from agentrecall.transfer import DEFAULT_BATCH
+from agentrecall.export_format import FORMAT, VERSION, encode_record
+from agentrecall.transfer import DEFAULT_BATCH, TAPER_BATCH, import_stream
 
 STRANDS_FILE = Path(__file__).parent / "fixtures" / "strands" / "strands_written.json"
 
@@ -403,6 +404,58 @@ def test_an_existing_store_keeps_the_whole_batches_before_a_bad_line(
     lines[bad - 1] = data.splitlines(keepends=True)[bad - 1]
     out = ok(capsys, "--db", str(target), "import", "-", "--skip-existing", stdin=b"".join(lines))
     assert out.startswith(f"imported 2 memories into {target}; left out {DEFAULT_BATCH}")
+
+
+def test_a_new_store_takes_a_file_of_many_batches_whole_or_not_at_all(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # More memories than the first tapered batches hold, fewer than one full batch: the
+    # lines go in in batches of several sizes, which must not show.
+    count = 3 * TAPER_BATCH + 1_000
+    source = tmp_path / "big.db"
+    data = export_of(numbered(count), source)
+    target = tmp_path / "b.db"
+    out = ok(capsys, "--db", str(target), "import", "-", stdin=data)
+    assert out == f"imported {count} memories into {target}\n"
+    assert seen(target) == seen(source)
+    assert export_lines(target)[1:] == [json.loads(line) for line in data.splitlines()[1:]]
+    lines = data.splitlines(keepends=True)
+    # An id of the first batch again on the last line, and a bad line in the last batch.
+    twice = lines[:-1] + [lines[1].replace(b"memory number 0", b"another memory")]
+    err = fail(capsys, "--db", str(tmp_path / "c.db"), "import", "-", stdin=b"".join(twice))
+    assert f"line {count + 1}: the store already holds a memory with id 'm0'" in err
+    assert "nothing was imported" in err and not (tmp_path / "c.db").exists()
+    broken = lines[:-1] + [b"{broken\n"]
+    err = fail(capsys, "--db", str(tmp_path / "c.db"), "import", "-", stdin=b"".join(broken))
+    assert f"line {count + 1}: not JSON" in err and "nothing was imported" in err
+    assert not (tmp_path / "c.db").exists()
+
+
+async def _batches(data: bytes, path: Path, **options: Any) -> list[int]:
+    """The sizes of the batches :func:`import_stream` stores ``data`` in, as its progress tells."""
+    done: list[int] = [0]
+    store = SQLiteStore(path, fsync=False)
+    try:
+        await import_stream(
+            io.BytesIO(data), "x", store, progress=lambda d, t: done.append(d), **options
+        )
+    finally:
+        await store.aclose()
+    return [b - a for a, b in pairwise(done)]
+
+
+def test_a_tapered_import_starts_and_ends_with_small_batches(tmp_path: Path) -> None:
+    records = numbered(30_000)
+    data = (
+        header(memories=len(records)) + "".join(encode_record(r) + "\n" for r in records).encode()
+    )
+    assert asyncio.run(_batches(data, tmp_path / "a.db", batch=4_000)) == [4_000] * 7 + [2_000]
+    # Up to three times the one before, and at most half of what remains, from TAPER_BATCH.
+    sizes = asyncio.run(_batches(data, tmp_path / "b.db", taper=True))
+    assert TAPER_BATCH == 5_000 and sizes == [5_000, 12_500, 6_250, 5_000, 1_250]
+    sizes = asyncio.run(_batches(data, tmp_path / "c.db", batch=4_000, taper=True))
+    assert sizes == [4_000] * 7 + [2_000]  # never beyond the batch, nor below it when smaller
+    assert seen(tmp_path / "b.db") == seen(tmp_path / "a.db")
 
 
 def test_an_unwritable_output_fails_and_leaves_the_old_file(

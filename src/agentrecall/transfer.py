@@ -35,13 +35,23 @@ from agentrecall.stores.jsonformat import parse_records
 from agentrecall.stores.sqlite import SQLiteStore
 from agentrecall.types import MemoryRecord, MemoryVersion
 
-__all__ = ["DEFAULT_BATCH", "EXPORT_BATCH", "ImportResult", "export_store", "import_stream"]
+__all__ = [
+    "DEFAULT_BATCH",
+    "EXPORT_BATCH",
+    "TAPER_BATCH",
+    "ImportResult",
+    "export_store",
+    "import_stream",
+]
 
 DEFAULT_BATCH = 50_000
 """Lines per batch of an import: one check, one ``import_records`` call, one transaction.
 
 Large enough that the commits do not slow a bulk import into SQLite (at 5,000 a call it
 runs at about two thirds of the speed)."""
+
+TAPER_BATCH = 5_000
+"""The smallest batch of a tapered import (``taper``): its first, and its last ones."""
 
 EXPORT_BATCH = 10_000
 """Memories (or versions) an export holds at a time."""
@@ -157,6 +167,7 @@ async def import_stream(
     skip_existing: bool = False,
     progress: Progress | None = None,
     batch: int = DEFAULT_BATCH,
+    taper: bool = False,
 ) -> ImportResult:
     """Import an export, or a Strands memory file, from ``stream`` into ``store``.
 
@@ -167,6 +178,13 @@ async def import_stream(
     stored in one ``import_records`` (or ``import_versions``) call, so a failure keeps only
     whole batches: those of the lines before it, which ``progress(done, total)`` has
     reported (``done`` items are the lines 2 to ``done + 1``).
+
+    The next batch is read while the store writes one, so the first batch's reading and
+    the last one's writing are what nothing overlaps. With ``taper``, for a store whose
+    batches nobody sees (a new file published whole at the end), the memory batches start
+    at :data:`TAPER_BATCH` lines, each up to three times the one before, to at most
+    ``batch``, and near the end of the memories the header announces each takes half of
+    what remains (at least :data:`TAPER_BATCH`).
 
     A memory whose id the store (or an earlier line) already holds is refused, naming the
     id and line, unless ``skip_existing``, which leaves it out and counts it.
@@ -201,7 +219,7 @@ async def import_stream(
             "import it into an SQLite or PostgreSQL store (--db, --store or --dsn)"
         )
     loader.total = header.memories + header.versions
-    await _load_lines(loader, _LineReader(stream, where, header, batch))
+    await _load_lines(loader, _LineReader(stream, where, header, batch, taper))
     return loader.result("export")
 
 
@@ -245,11 +263,15 @@ class _LineReader:
     announces, no more and no fewer.
     """
 
-    def __init__(self, stream: BinaryIO, where: str, header: Header, batch: int) -> None:
+    def __init__(
+        self, stream: BinaryIO, where: str, header: Header, batch: int, taper: bool
+    ) -> None:
         self._lines = enumerate(stream, 2)
         self._where = where
         self._header = header
         self._batch = batch
+        self._taper = taper
+        self._size = min(batch, TAPER_BATCH) if taper else batch
         self._held: tuple[int, Any] | None = None
         self._memories = self._versions = 0
         self._last = 1
@@ -264,7 +286,8 @@ class _LineReader:
         versions: list[Any] = [self._held] if self._held is not None else []
         self._held = None
         memories: list[Any] = []
-        while len(memories) < self._batch and len(versions) < self._batch:
+        size = self._next_size()
+        while len(memories) < size and len(versions) < self._batch:
             item = self._read()
             if item is None:
                 break
@@ -280,6 +303,15 @@ class _LineReader:
         if memories:
             return "memory", memories
         return ("version", versions) if versions else None
+
+    def _next_size(self) -> int:
+        """The most memories in the next batch (see ``taper`` in :func:`import_stream`)."""
+        if not self._taper:
+            return self._batch
+        size = self._size
+        self._size = min(3 * size, self._batch)
+        remaining = self._header.memories - self._memories
+        return max(min(size, remaining // 2), min(TAPER_BATCH, self._batch))
 
     def _read(self) -> tuple[int, MemoryRecord | MemoryVersion] | None:
         header = self._header

@@ -157,6 +157,8 @@ async def _imported(
         options["batch"] = sys.maxsize  # a JSON file is written once: the whole file is one batch
     try:
         if isinstance(store, SQLiteStore) and fresh:
+            # Published whole at the end, so how its batches are cut is not seen.
+            options["taper"] = True
             async with staged_sqlite(store.path) as staged:
                 return await import_stream(stream, where, opening.scoped(staged, args), **options)
         return await import_stream(stream, where, opening.scoped(store, args), **options)

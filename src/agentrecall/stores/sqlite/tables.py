@@ -9,6 +9,7 @@ from typing import Any
 
 from agentrecall._internal.binding import binding
 from agentrecall.stores.scopes import Scope
+from agentrecall.stores.sqlite.merging import merging_held
 from agentrecall.stores.sqlite.tags import tag
 from agentrecall.stores.times import STORED_TIME
 
@@ -117,13 +118,19 @@ def _index_after(db: sqlite3.Connection, last: int) -> int:
     """Feed the memories above row ``last`` to the full-text index; return how many.
 
     Row ids only grow inside a write transaction, so those are the rows it just inserted.
+    The index's merges wait meanwhile (:func:`merging_held`).
     Their metadata values go to the index of metadata values with them (:func:`tag`).
     """
-    indexed: int = db.execute(
-        "INSERT INTO memories_fts (rowid, content, scope) "
-        "SELECT seq, coalesce(index_text, content), scope FROM memories WHERE seq > ?",
-        (last,),
-    ).rowcount
+    indexed: int = merging_held(
+        db,
+        lambda: (
+            db.execute(
+                "INSERT INTO memories_fts (rowid, content, scope) "
+                "SELECT seq, coalesce(index_text, content), scope FROM memories WHERE seq > ?",
+                (last,),
+            ).rowcount
+        ),
+    )
     tag(db, "seq > ?", (last,))
     return indexed
 
