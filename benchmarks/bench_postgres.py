@@ -12,7 +12,7 @@ both stores (each on a server with PostgreSQL's defaults), and writes
 Per size, for each store, in a fresh database or file:
 
 * bulk import: memories per second of ``add_many`` in calls of :data:`BATCH` (PostgreSQL:
-  ``COPY`` into a temporary table, then one ``INSERT ... ON CONFLICT DO NOTHING``), and of
+  chunks read for held contents, then ``COPY`` straight into the table), and of
   ``import_records`` of the same memories as records (ids, times, one user per call) in
   calls of :data:`BATCH`, into another fresh database or file;
 * one durable add: median and p99 of :data:`ADDS` single adds after the import;

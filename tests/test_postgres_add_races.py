@@ -8,8 +8,9 @@ from collections.abc import AsyncIterator
 
 import psycopg
 import pytest
+from test_postgres_search import assert_counts_exact
 
-from agentrecall import PostgresStore
+from agentrecall import MemoryRecord, PostgresStore
 
 GATE = 16
 """The advisory lock (one bigint key) the test holds to stop an add after its insert."""
@@ -121,5 +122,49 @@ async def test_an_add_racing_an_uncommitted_add_of_the_same_content_returns_its_
         held, raced = await holding, await racing
     assert raced.id == held.id
     assert [record.id for record in await first.list() if record.content == CONTENT] == [held.id]
+    for store in (first, second):
+        await store.aclose()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("kind", ["add_many", "import_records"])
+async def test_a_bulk_write_racing_an_uncommitted_add_of_one_of_its_contents(
+    postgres_dsn: str, kind: str
+) -> None:
+    """A bulk write copies rows straight in; a content committed meanwhile makes it insert.
+
+    One add of a content waits, uncommitted, at the gate; a bulk write holding that content
+    starts then. Its read of held contents cannot see the waiting row, so its copy meets it
+    in the dedup index, waits, and fails once the add commits: the write then inserts the
+    chunk again with ``ON CONFLICT``, skips that content, and keeps every count exact.
+    """
+    first, second = PostgresStore(postgres_dsn), PostgresStore(postgres_dsn)
+    for store in (first, second):
+        await store.add(f"A memory that makes {id(store)} know its scope")
+    contents = [f"Bulk note {n} about the harbour" for n in range(2_000)]
+    contents[10] = CONTENT  # in the first chunk, read and copied while the add waits
+    async with _gated(postgres_dsn) as gate:
+        holding = asyncio.ensure_future(first.add(CONTENT))
+        await _until_an_insert_waits(gate)
+        if kind == "add_many":
+            racing = asyncio.ensure_future(second.add_many([(text, None) for text in contents]))
+        else:
+            records = [
+                MemoryRecord(id=f"bulk-{n}", content=text, created_at="2026-01-01T00:00:00.000Z")
+                for n, text in enumerate(contents)
+            ]
+            racing = asyncio.ensure_future(second.import_records(records))
+        await _until_blocked(gate, 2)
+        await gate.execute("SELECT pg_advisory_unlock(%s)", [GATE])
+        held, raced = await holding, await racing
+    if kind == "add_many":
+        assert raced[10].id == held.id
+        assert len({result.id for result in raced}) == 2_000
+    else:
+        assert raced == 1_999
+    stored = [record for record in await first.list() if record.content == CONTENT]
+    assert [record.id for record in stored] == [held.id]
+    assert await first.count() == 2_002
+    assert_counts_exact(postgres_dsn)
     for store in (first, second):
         await store.aclose()

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from itertools import pairwise
 from typing import Any
 
 import psycopg
@@ -14,6 +15,7 @@ import pytest
 
 from agentrecall import InvalidArgumentError, PostgresStore
 from agentrecall.errors import ServerUnavailableError, StorageError
+from agentrecall.stores.postgres import writes
 from agentrecall.stores.postgres.schema import MIGRATIONS
 from agentrecall.testing import HashEmbedder
 from agentrecall.testing.postgres import TemporaryPostgres
@@ -257,3 +259,14 @@ async def test_a_bad_item_late_in_a_large_batch_stores_nothing(postgres_dsn: str
         await store.add_many(items)
     assert await store.count() == 0
     await store.aclose()
+
+
+@pytest.mark.parametrize("start, stop", [(0, 0), (0, 1_001), (3, 5_000), (0, 23_456)])
+def test_a_bulk_write_is_cut_into_growing_chunks_that_cover_it_in_order(
+    start: int, stop: int
+) -> None:
+    bounds = writes.pieces(start, stop)
+    assert [at for bound in bounds for at in range(*bound)] == list(range(start, stop))
+    sizes = [end - begin for begin, end in bounds]
+    assert not sizes or sizes[0] == min(writes.FIRST_CHUNK, stop - start)
+    assert all(later <= min(3 * earlier, writes.CHUNK) for earlier, later in pairwise(sizes))

@@ -17,6 +17,7 @@ from agentrecall.stores.postgres.tables import Connection, Tables
 from agentrecall.stores.postgres.termcounts import TermCounts, Terms, tally
 from agentrecall.stores.postgres.writes import (
     COPY_AFTER,
+    SKIP_HELD,
     Chunk,
     Row,
     built,
@@ -87,8 +88,8 @@ async def import_records(
         if target not in scopes:
             scopes[target] = await scope_number(connection, tables, target)
         if chunk.rows:
-            conflict = "ON CONFLICT DO NOTHING"
-            new = await insert(connection, tables, scopes[target], chunk, conflict, found, counts)
+            number = scopes[target]
+            new = await insert(connection, tables, number, chunk, SKIP_HELD, found, counts)
             added += len(new)
     if counts is not None:
         await counts.write(connection, tables)

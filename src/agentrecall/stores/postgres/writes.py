@@ -4,14 +4,17 @@ Each function runs inside one transaction of the caller's connection. Dedup is t
 new memories go in with ``ON CONFLICT (scope, content_hash) DO NOTHING``, so of concurrent
 adds of one content to one scope exactly one row is stored, whatever the interleaving; the ids
 of the contents that were already held are read after the insert, never before it. A batch
-of up to :data:`COPY_AFTER` rows is one ``INSERT ... SELECT FROM unnest(...)``; a larger one is
-copied into a temporary table with ``COPY`` first, a chunk at a time, and counts its own terms
+of up to :data:`COPY_AFTER` rows is one ``INSERT ... SELECT FROM unnest(...)``; a larger one goes
+in a chunk at a time with ``COPY``, straight into the table after a read of the contents (and,
+for an import, the ids) already held, or, when a concurrent writer gets in the way, through a
+temporary table and the same ``INSERT ... ON CONFLICT``; it counts its own terms
 (:mod:`~agentrecall.stores.postgres.termcounts`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
@@ -46,6 +49,9 @@ _TYPES = ("text", "text", "bytea", "jsonb", "text", "text", "text", "tsvector", 
 DEDUP = "ON CONFLICT (scope, content_hash) DO NOTHING"
 """How an add skips a content its scope holds (a taken id still fails, as it must)."""
 
+SKIP_HELD = "ON CONFLICT DO NOTHING"
+"""How an import skips a content its scope holds and an id the store holds."""
+
 _EXPIRED = "m.store = %s AND m.expires_at IS NOT NULL AND m.expires_at <= %s"
 """The condition (over ``m``, with the store and the time) of memories due to expire."""
 
@@ -56,10 +62,13 @@ _KEEP = (
 """Copies the memories of ``gone`` into the history, with the time, the change and a reason."""
 
 CHUNK = 5_000
-"""Rows a large write builds at a time: the next chunk is built (in a thread) while the server
-inserts the one before. Measured at 1,000, 2,500 and 5,000 with the terms counted once per
-write: 5,000 took the least CPU on both sides (fewer statements, fewer switches between the
-building thread and the event loop) and imported as fast as 2,500, faster than 1,000."""
+"""The most rows a large write builds at a time: the next chunk is built (in a thread) while
+the server inserts the one before."""
+
+FIRST_CHUNK = 500
+"""Rows in the first chunk of a large write, which is built while the server waits: the server
+takes about three times as long per row to store a chunk as the client to build one, so each
+later chunk may be three times the one before."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,8 +227,16 @@ async def _built(new: NewMemories) -> AsyncIterator[Chunk]:
 
 
 def pieces(start: int, stop: int) -> list[tuple[int, int]]:
-    """Return ``start:stop`` cut into pieces of :data:`CHUNK` items at most."""
-    return [(at, min(at + CHUNK, stop)) for at in range(start, stop, CHUNK)]
+    """Return ``start:stop`` cut into chunks, each up to three times the one before.
+
+    The first has :data:`FIRST_CHUNK` items, the largest :data:`CHUNK`.
+    """
+    bounds: list[tuple[int, int]] = []
+    size = FIRST_CHUNK
+    while start < stop:
+        bounds.append((start, min(start + size, stop)))
+        start, size = start + size, min(3 * size, CHUNK)
+    return bounds
 
 
 async def built(
@@ -256,9 +273,11 @@ async def insert(
 ) -> list[tuple[str, bytes]]:
     """Insert ``chunk``'s rows into scope number ``scope``, in order; return new ``(id, hash)``.
 
-    ``conflict`` says which rows are skipped. With ``found`` (each content's vector), each new
-    memory's vector goes in too. With ``counts`` (a bulk write), the rows are copied in first
-    and the writer counts the new memories' terms (the chunk's ``terms``), not the trigger.
+    ``conflict`` (:data:`DEDUP` or :data:`SKIP_HELD`) says which rows are skipped. With
+    ``found`` (each content's vector), each new memory's vector goes in too. With ``counts``
+    (a bulk write), the rows are copied in (straight into the table when they have no vectors,
+    see :func:`_copied_directly`) and the writer counts the new memories' terms (the chunk's
+    ``terms``), not the trigger.
     """
     rows = chunk.rows
     target = f"INSERT INTO {tables.memories} (store, scope, {COLUMNS}) "
@@ -275,6 +294,12 @@ async def insert(
         )
     else:
         await counts.begin(connection)
+        if found is None:
+            by_id = conflict == SKIP_HELD
+            direct = await _copied_directly(connection, tables, scope, rows, by_id)
+            if direct is not None:
+                counts.add(chunk.terms, chunk.tallied, [key for _, key in direct])
+                return direct
         cursor = await _copied(connection, target, returning, tables, scope, rows)
     new = await cursor.fetchall()
     if found is not None:
@@ -283,6 +308,66 @@ async def insert(
     if counts is not None:
         counts.add(chunk.terms, chunk.tallied, [key for _, key in added])
     return added
+
+
+async def _copied_directly(
+    connection: Connection, tables: Tables, scope: int, rows: Sequence[Row], by_id: bool
+) -> list[tuple[str, bytes]] | None:
+    """Copy the rows of contents not held straight into the memories; return new ``(id, hash)``.
+
+    Held contents, and with ``by_id`` taken ids, are read first and left out, as are a row's
+    later repeats. ``COPY`` has no ``ON CONFLICT``, so a row that a concurrent writer
+    committed meanwhile (or a taken id that is not to be skipped) fails it: the copy is then
+    undone, to its savepoint, and ``None`` says the rows must go in through :func:`_copied`,
+    whose insert decides every conflict. Straight in, the server stores rows as they arrive
+    while the client builds the next chunk, and skips the staging table and the speculative
+    insertion of ``ON CONFLICT``.
+    """
+    held, taken = await _held(connection, tables, scope, rows, by_id)
+    fresh: list[Row] = []
+    for row in rows:
+        if row[2] in held or row[0] in taken:
+            continue
+        held.add(row[2])
+        if by_id:
+            taken.add(row[0])
+        fresh.append(row)
+    try:
+        async with connection.transaction():
+            async with connection.cursor().copy(
+                f"COPY {tables.memories} (store, scope, {COLUMNS}) FROM STDIN"
+            ) as copy:
+                for row in fresh:
+                    await copy.write_row((tables.store, scope, *row))
+    except errors.UniqueViolation:
+        return None
+    return [(row[0], row[2]) for row in fresh]
+
+
+async def _held(
+    connection: Connection, tables: Tables, scope: int, rows: Sequence[Row], by_id: bool
+) -> tuple[set[bytes], set[str]]:
+    """Return which of the rows' contents scope number ``scope`` holds, and (``by_id``) taken ids.
+
+    The keys travel as one text each (hex digests, a JSON list of ids), not as lists, which
+    psycopg adapts element by element in Python.
+    """
+    keys = " ".join(row[2].hex() for row in rows)
+    query = (
+        f"SELECT content_hash, NULL FROM {tables.memories} WHERE scope = %s AND content_hash "
+        "= ANY(ARRAY(SELECT decode(h, 'hex') FROM unnest(string_to_array(%s, ' ')) AS h))"
+    )
+    params: list[object] = [scope, keys]
+    if by_id:
+        query += (
+            f" UNION ALL SELECT NULL, id FROM {tables.memories} WHERE store = %s "
+            "AND id = ANY(ARRAY(SELECT jsonb_array_elements_text(%s::jsonb)))"
+        )
+        params += [tables.store, json.dumps([row[0] for row in rows])]
+    cursor = await connection.execute(query, params)
+    found = await cursor.fetchall()
+    held = {bytes(key) for key, _ in found if key is not None}
+    return held, {memory_id for _, memory_id in found if memory_id is not None}
 
 
 async def _copied(
