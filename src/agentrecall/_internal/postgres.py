@@ -57,9 +57,6 @@ DEFAULT_CONNECT_TIMEOUT = 10
 DEFAULT_APPLICATION_NAME = "agentrecall"
 """How agentrecall's sessions show in ``pg_stat_activity``, unless the DSN names them."""
 
-_AT_ONCE = 0.001
-"""Seconds :meth:`AsyncPostgresPool.idle` waits: enough to take a connection that is idle."""
-
 # SQLSTATEs of a server that cannot serve this connection now but may soon: connection
 # exceptions (class 08), shut down by an administrator or a crash, starting up or in
 # recovery, out of connection slots.
@@ -609,42 +606,11 @@ class AsyncPostgresPool(_PoolBase):
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
         """Lend a connection for the block; failures leave as agentrecall errors."""
-        pool, connection = await self._lend()
-        async with self._lending(pool, connection):
-            yield connection
-
-    @contextlib.asynccontextmanager
-    async def idle(self) -> AsyncIterator[psycopg.AsyncConnection[Any] | None]:
-        """Lend a connection for the block if one is idle now, else ``None``; it never waits.
-
-        For work a caller may as well do on the connection it holds: asking for a second one
-        this way never waits for another holder, so holders never wait for each other. When
-        none is idle and the pool may grow, it opens one for a later call.
-        """
-        import psycopg_pool
-
-        pool = self._pool
-        try:
-            connection = None if pool is None else await self._take(pool, _AT_ONCE)
-        except (psycopg_pool.PoolTimeout, psycopg_pool.PoolClosed):
-            connection = None
-        if pool is None or connection is None:
-            yield None
-            return
-        async with self._lending(pool, connection):
-            yield connection
-
-    @contextlib.asynccontextmanager
-    async def _lending(
-        self,
-        pool: psycopg_pool.AsyncConnectionPool[psycopg.AsyncConnection[Any]],
-        connection: psycopg.AsyncConnection[Any],
-    ) -> AsyncIterator[None]:
-        """Give ``connection`` back to ``pool`` after the block; failures leave translated."""
         import psycopg
 
+        pool, connection = await self._lend()
         try:
-            yield
+            yield connection
         except psycopg.Error as error:
             raise self._translate(error, connection.broken) from error
         finally:
@@ -683,11 +649,9 @@ class AsyncPostgresPool(_PoolBase):
             raise self._exhausted() from error
 
     async def _take(
-        self,
-        pool: psycopg_pool.AsyncConnectionPool[psycopg.AsyncConnection[Any]],
-        timeout: float | None = None,
+        self, pool: psycopg_pool.AsyncConnectionPool[psycopg.AsyncConnection[Any]]
     ) -> psycopg.AsyncConnection[Any]:
-        connection = await pool.getconn(timeout=self.timeout if timeout is None else timeout)
+        connection = await pool.getconn(timeout=self.timeout)
         self._lent += 1
         return connection
 

@@ -24,14 +24,11 @@ are mostly old), so the candidates are exactly the newest ``k`` either way.
 
 from __future__ import annotations
 
-import heapq
 import math
-from collections.abc import Callable, Mapping
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agentrecall._internal.together import both
 from agentrecall.retrieval.bm25 import rerank
 from agentrecall.retrieval.plan import CANDIDATES, TermPlan, plan_terms
 from agentrecall.stores.postgres.rows import tsquery
@@ -41,11 +38,6 @@ POSTINGS_BUDGET = 2_000
 """Postings the rare terms of a query may add in all (SQLite's plan allows 20,000): every
 posting's memory is read from the table to check the search's conditions, where FTS5 hands
 over row ids alone."""
-
-SPLIT_READS = 600
-"""Postings each half must read for a search to read its terms' postings in two halves at once,
-on two connections: below this, the second statement and the candidates' separate read cost
-more than the half of the work they take off the first."""
 
 WINDOW_MARGIN = 1.25
 """A newest-postings window is sized to hold this many times the postings it must give, on
@@ -75,23 +67,14 @@ class Statistics:
     last: int | None
 
 
-Spare = Callable[[], AbstractAsyncContextManager[Connection | None]]
-"""Lends a second connection to the same server for a block if one is idle, else ``None``."""
+@dataclass(slots=True)
+class _Statement:
+    """The pieces of the candidate statement, each with its parameters in text order."""
 
-
-@dataclass(frozen=True, slots=True)
-class _Part:
-    """One term's postings in the candidate statement, with its parameters in text order.
-
-    ``window`` is the term's newest-postings window (a materialised ``WITH`` entry that
-    ``member`` reads), ``reads`` about how many postings the part reads.
-    """
-
-    window: str | None
-    member: str
+    windows: list[str]
+    members: list[str]
     window_params: Params
     member_params: Params
-    reads: int
 
 
 async def keyword(
@@ -101,146 +84,70 @@ async def keyword(
     limit: int,
     where: str,
     params: Params,
-    spare: Spare | None = None,
 ) -> Scored:
     """Return the best ``limit`` memories meeting ``where`` for the query ``terms``, by BM25.
 
     ``terms`` maps the query's words to their terms, as
-    :func:`~agentrecall.retrieval.bm25.query_terms` gives them. With ``spare``, a search that
-    reads many postings reads them in two halves at once, the second on a spare connection,
-    when one is idle: the same candidates (up to the order of equal sums), sooner.
+    :func:`~agentrecall.retrieval.bm25.query_terms` gives them.
     """
     stats = await _statistics(connection, tables, sorted(set(terms.values())))
     if not stats.memories:
         return []
     plans = plan_terms(stats.df, stats.memories, POSTINGS_BUDGET)
-    parts = [
-        _part(tables, plan, _floor(plan, stats), stats, where, params, number)
-        for number, plan in enumerate(item for item in plans if item.postings != 0)
-    ]
-    if not parts:
+    statement = _Statement([], [], [], [])
+    for plan in plans:
+        if plan.postings != 0:
+            _add_part(statement, tables, plan, _floor(plan, stats), where, params)
+    if not statement.members:
         return []
-    wanted = max(CANDIDATES, limit)
-    halves = _halves(parts) if spare is not None else None
-    rows = None
-    if halves is not None and spare is not None:
-        async with spare() as other:
-            if other is not None:
-                rows = await _in_halves(connection, other, tables, halves, wanted, (where, params))
-    if rows is None:
-        rows = await _at_once(connection, tables, parts, wanted)
+    windows = f"{', '.join(statement.windows)}, " if statement.windows else ""
+    cursor = await connection.execute(
+        f"WITH {windows}c AS (SELECT seq FROM ({' UNION ALL '.join(statement.members)}) AS p "
+        "GROUP BY seq ORDER BY sum(w) DESC, seq DESC LIMIT %s) "
+        f"SELECT m.seq, m.id, m.content, m.metadata::text FROM c JOIN {tables.memories} AS m "
+        "ON m.seq = c.seq",
+        [*statement.window_params, *statement.member_params, max(CANDIDATES, limit)],
+    )
+    rows = await cursor.fetchall()
     weights = {plan.term: plan.weight for plan in plans}
     return rerank(weights, rows, _text, _seq, stats.length / stats.memories, limit)
 
 
-async def _at_once(
-    connection: Connection, tables: Tables, parts: list[_Part], wanted: int
-) -> list[Any]:
-    """Return the ``wanted`` candidates of ``parts``, read in one statement."""
-    head, union, values = _pieces(parts)
-    cursor = await connection.execute(
-        f"{head}c AS (SELECT seq FROM ({union}) AS p "
-        "GROUP BY seq ORDER BY sum(w) DESC, seq DESC LIMIT %s) "
-        f"SELECT m.seq, m.id, m.content, m.metadata::text FROM c JOIN {tables.memories} AS m "
-        "ON m.seq = c.seq",
-        [*values, wanted],
-    )
-    return await cursor.fetchall()
-
-
-async def _in_halves(
-    connection: Connection,
-    other: Connection,
-    tables: Tables,
-    halves: tuple[list[_Part], list[_Part]],
-    wanted: int,
-    conditions: tuple[str, Params],
-) -> list[Any]:
-    """Return the ``wanted`` candidates of both halves, each summed on its own connection.
-
-    A memory deleted, or changed out of the conditions, between the halves and the reading of
-    the candidates' rows is left out.
-    """
-    first, second = await both(_sums(connection, halves[0]), _sums(other, halves[1]))
-    for seq, weight in second.items():
-        first[seq] = first.get(seq, 0.0) + weight
-    best = heapq.nlargest(wanted, first.items(), key=lambda item: (item[1], item[0]))
-    where, params = conditions
-    cursor = await connection.execute(
-        f"SELECT m.seq, m.id, m.content, m.metadata::text FROM {tables.memories} AS m "
-        f"WHERE m.seq = ANY(%s) AND {where}",
-        [[seq for seq, _ in best], *params],
-    )
-    return await cursor.fetchall()
-
-
-async def _sums(connection: Connection, parts: list[_Part]) -> dict[int, float]:
-    """Return each memory of ``parts``' postings with the sum of its terms' weights."""
-    head, union, values = _pieces(parts)
-    cursor = await connection.execute(
-        f"{head}p AS ({union}) SELECT seq, sum(w) FROM p GROUP BY seq", values
-    )
-    return {int(seq): float(weight) for seq, weight in await cursor.fetchall()}
-
-
-def _pieces(parts: list[_Part]) -> tuple[str, str, Params]:
-    """Return the ``WITH`` head (open for one more entry), the union, and their parameters."""
-    windows = [part.window for part in parts if part.window is not None]
-    head = f"WITH {', '.join(windows)}, " if windows else "WITH "
-    union = " UNION ALL ".join(part.member for part in parts)
-    values = [value for part in parts for value in part.window_params]
-    values += [value for part in parts for value in part.member_params]
-    return head, union, values
-
-
-def _halves(parts: list[_Part]) -> tuple[list[_Part], list[_Part]] | None:
-    """Split ``parts`` into two halves of about equal reads, or ``None`` when not worth it.
-
-    Each part goes, most reads first, to the half with fewer so far; the split pays when the
-    lighter half still reads :data:`SPLIT_READS` postings.
-    """
-    halves: tuple[list[_Part], list[_Part]] = ([], [])
-    reads = [0, 0]
-    for part in sorted(parts, key=lambda item: item.reads, reverse=True):
-        lighter = 0 if reads[0] <= reads[1] else 1
-        halves[lighter].append(part)
-        reads[lighter] += part.reads
-    return halves if min(reads) >= SPLIT_READS else None
-
-
-def _part(
+def _add_part(
+    statement: _Statement,
     tables: Tables,
     plan: TermPlan,
     floor: int | None,
-    stats: Statistics,
     where: str,
     params: Params,
-    number: int,
-) -> _Part:
-    """Return one term's postings: all, its newest, or its newest by a window."""
+) -> None:
+    """Add one term's postings to ``statement``: all, its newest, or its newest by a window."""
     postings = (
         f"SELECT m.seq, %s::float8 AS w FROM {tables.memories} AS m "
         f"WHERE m.terms @@ %s::tsquery AND {where}"
     )
     values = [plan.weight, tsquery([plan.term]), *params]
-    held = stats.df[plan.term]
     if plan.postings is None:
-        return _Part(None, postings, [], values, held)
+        statement.members.append(postings)
+        statement.member_params.extend(values)
+        return
     newest = int(plan.postings)
     if floor is None:
-        member = f"({postings} ORDER BY m.seq DESC LIMIT {newest})"
-        return _Part(None, member, [], values, min(held, newest))
-    name = f"n{number}"
-    window = (
+        statement.members.append(f"({postings} ORDER BY m.seq DESC LIMIT {newest})")
+        statement.member_params.extend(values)
+        return
+    name = f"n{len(statement.windows)}"
+    statement.windows.append(
         f"{name} AS MATERIALIZED ({postings} AND m.seq > {floor} "
         f"ORDER BY m.seq DESC LIMIT {newest})"
     )
+    statement.window_params.extend(values)
     # LIMIT 0 (a full window) never runs the older part's scan.
-    member = (
+    statement.members.append(
         f"SELECT seq, w FROM {name} UNION ALL ({postings} AND m.seq <= {floor} "
         f"ORDER BY m.seq DESC LIMIT {newest} - (SELECT count(*) FROM {name}))"
     )
-    return _Part(window, member, values, values, min(held, newest))
+    statement.member_params.extend(values)
 
 
 def _floor(plan: TermPlan, stats: Statistics) -> int | None:

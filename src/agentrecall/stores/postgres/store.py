@@ -6,8 +6,7 @@ import asyncio
 import contextlib
 import copy
 import functools
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from contextvars import ContextVar
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -444,10 +443,7 @@ class PostgresStore(front.StoreFront):
 
             async def ranked(connection: Connection, tables: Tables) -> front.Entries:
                 where, params = tables.where(conditions, now)
-                found = await search.keyword(
-                    connection, tables, terms, limit, where, params, self._spare
-                )
-                return hits(found)
+                return hits(await search.keyword(connection, tables, terms, limit, where, params))
 
             return await self._read(ranked, [])
         pool = pool_size(mode, conversation, limit)
@@ -480,9 +476,7 @@ class PostgresStore(front.StoreFront):
 
         async def read(connection: Connection, tables: Tables) -> list[Hit]:
             where, params = tables.where(conditions, now)
-            found = await search.keyword(
-                connection, tables, terms, wanted, where, params, self._spare
-            )
+            found = await search.keyword(connection, tables, terms, wanted, where, params)
             return [keyword_hit(entry) for entry in hits(found)]
 
         return await self._read(read, [])
@@ -700,7 +694,7 @@ class PostgresStore(front.StoreFront):
         replica = None if read else self._shared.replica
 
         async def attempt() -> T:
-            async with self._shared.pool.connection() as connection, _serving(self._shared.pool):
+            async with self._shared.pool.connection() as connection:
                 if alone:
                     found = await work(connection, tables)
                 else:
@@ -713,51 +707,19 @@ class PostgresStore(front.StoreFront):
 
         return await _retried(attempt)
 
-    @contextlib.asynccontextmanager
-    async def _spare(self) -> AsyncIterator[Connection | None]:
-        """Lend an idle connection of the pool serving the read in progress, else ``None``.
-
-        From the replica's pool, only one whose server has replayed this store's writes too:
-        behind a load balancer it may be another standby than the read's.
-        """
-        serving = _SERVING.get()
-        if serving is None:
-            yield None
-            return
-        replica = self._shared.replica
-        async with serving.idle() as other:
-            if other is None or replica is None or serving is not replica.pool:
-                yield other
-            else:
-                yield other if await replica.serves(other) else None
-
     async def _on_replica(
         self, work: Callable[[Connection, Tables], Awaitable[T]], tables: Tables, replica: Replica
     ) -> list[T]:
         """Run the read ``work`` on the replica: ``[answer]``, or ``[]`` if it is behind."""
 
         async def attempt() -> list[T]:
-            async with replica.pool.connection() as connection, _serving(replica.pool):
+            async with replica.pool.connection() as connection:
                 async with connection.transaction():
                     if not await replica.serves(connection):
                         return []
                     return [await work(connection, tables)]
 
         return await _retried(attempt)
-
-
-_SERVING: ContextVar[AsyncPostgresPool | None] = ContextVar("serving", default=None)
-"""The pool whose connection the work in progress holds: where a spare one comes from."""
-
-
-@contextlib.asynccontextmanager
-async def _serving(pool: AsyncPostgresPool) -> AsyncIterator[None]:
-    """Note ``pool`` as serving the work in progress for the block."""
-    token = _SERVING.set(pool)
-    try:
-        yield
-    finally:
-        _SERVING.reset(token)
 
 
 async def _retried(attempt: Callable[[], Awaitable[T]]) -> T:
