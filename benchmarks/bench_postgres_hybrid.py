@@ -13,7 +13,7 @@ LoCoMo dev turns among generated filler). Per size:
   (``COPY``), then ``PostgresStore(dsn, embedder=...).reindex()``, which stores the vectors
   with ``COPY`` and builds the HNSW index once at the end; its two phases are timed apart;
 * for both: median and p99 of :data:`QUERIES` LoCoMo questions, top 10, after :data:`WARMUP`
-  warm-up questions, in hybrid and in semantic mode (the query's embedding included);
+  other warm-up questions, in hybrid and in semantic mode (the query's embedding included);
 * PostgresStore: HNSW recall@10 against exact search (the same SQL with index scans turned
   off) over ``--recall-queries`` of the questions. Ties count: a hit is right when its
   similarity is at least that of the exact tenth (hashed word vectors have many equal ones).
@@ -63,7 +63,9 @@ RESULTS = Path(__file__).resolve().parent / "results" / "postgres-hybrid.md"
 DIMENSION = 384
 BATCH = 5_000
 QUERIES = 200
-WARMUP = 20
+WARMUP = 200
+"""Other questions searched before the timed ones: a store just loaded, or left idle, would
+otherwise time its first reads of the index pages from disk."""
 HYBRID = {"mode": "hybrid", "limit": 10}
 SEMANTIC = {"mode": "semantic", "limit": 10}
 KEYWORD = {"mode": "keyword", "limit": 10}
