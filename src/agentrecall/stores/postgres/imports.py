@@ -77,14 +77,13 @@ async def import_records(
     runs = checks.scope_runs(view, records, MemoryRecord, "record")
     source = ImportRows(records, utc_timestamp(), len(records) > COPY_AFTER)
     await purge_expired(connection, tables, source.now)
-    counts = TermCounts() if source.counted else None
+    counts = await TermCounts.begun(connection) if source.counted else None
     parts = [(target, *part) for target, start, stop in runs for part in pieces(start, stop)]
+    targets = iter([target for target, _, _ in parts])
     added = 0
     scopes: dict[Scope, int] = {}
-    index = 0
     async for chunk in built([(start, stop) for _, start, stop in parts], source.rows):
-        target = parts[index][0]
-        index += 1
+        target = next(targets)
         if target not in scopes:
             scopes[target] = await scope_number(connection, tables, target)
         if chunk.rows:

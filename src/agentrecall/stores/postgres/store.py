@@ -450,8 +450,10 @@ class PostgresStore(front.StoreFront):
         # The two rankings are read at once, each on a connection of its own: their statements
         # then run side by side on the server, and the query is embedded meanwhile.
         keyword, semantic = await both(
-            self._keyword_hits(terms if mode != "semantic" else {}, conditions, now, pool),
-            self._semantic_hits(call.query if mode != "keyword" else "", conditions, now, pool),
+            self._keyword_hits(terms, conditions, now, pool) if mode != "semantic" else _none(),
+            self._semantic_hits(call.query, conditions, now, pool)
+            if mode != "keyword"
+            else _none(),
         )
         ranking = rank(mode, conversation, keyword, semantic)
         found = merged(keyword, semantic)
@@ -484,8 +486,8 @@ class PostgresStore(front.StoreFront):
     async def _semantic_hits(
         self, query: str, conditions: front.Conditions, now: str, wanted: int
     ) -> list[Hit]:
-        """Return the ``wanted`` memories closest to ``query``, none without one or an embedder."""
-        if self._vectors is None or not query:
+        """Return the ``wanted`` memories closest to ``query``, none without an embedder."""
+        if self._vectors is None:
             return []
         model = self._vectors
         vector = await model.query(query)
@@ -720,6 +722,11 @@ class PostgresStore(front.StoreFront):
                     return [await work(connection, tables)]
 
         return await _retried(attempt)
+
+
+async def _none() -> list[Hit]:
+    """The hits of a ranking the search's mode leaves out."""
+    return []
 
 
 async def _retried(attempt: Callable[[], Awaitable[T]]) -> T:

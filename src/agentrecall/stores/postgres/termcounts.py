@@ -4,10 +4,11 @@ The trigger on ``memories`` counts the terms of each statement's new rows (``ter
 for a large batch that is most of the server's work, unnesting every row's ``tsvector`` and
 upserting the terms of each chunk apart. A bulk write instead tallies the terms in Python as
 it builds the rows (it has them as a list before they become a ``tsvector``), keeps the tally
-of the rows the database actually inserted (``RETURNING`` says which), and upserts the whole
-write's counts in one statement at its end, in the transaction's shard, so each term of the
-write is one row update whatever the number of chunks. While :meth:`TermCounts.begin` is in
-force (until :meth:`TermCounts.write`, or the transaction's end) the trigger counts only the
+of the rows the database actually inserted (those ``RETURNING`` names, or those copied once
+the held ones were left out), and upserts the whole write's counts in one statement at its
+end, in the transaction's shard, so each term of the write is one row update whatever the
+number of chunks. From :meth:`TermCounts.begun` until :meth:`TermCounts.write` (or the
+transaction's end) the trigger counts only the
 memories and their lengths (migration 4). The counts stay exact: the tally is of the inserted
 rows, in the same transaction as the rows.
 """
@@ -38,9 +39,14 @@ class TermCounts:
     def __init__(self) -> None:
         self._counts: Counter[str] = Counter()
 
-    async def begin(self, connection: Connection) -> None:
-        """Take the counting of terms over from the trigger, for this transaction's inserts."""
+    @classmethod
+    async def begun(cls, connection: Connection) -> TermCounts:
+        """Return new counts, taking the counting of terms over from the trigger.
+
+        For the inserts of ``connection``'s transaction from now on.
+        """
         await connection.execute("SELECT set_config(%s, 'on', true)", [FLAG])
+        return cls()
 
     def add(self, terms: Terms, tallied: Counter[str], inserted: Collection[bytes]) -> None:
         """Count the terms of the contents ``inserted`` (digests), of a chunk's ``terms``.

@@ -138,7 +138,7 @@ async def add(
     """
     await purge_expired(connection, tables, new.now)
     number = await scope_number(connection, tables, scope, known)
-    counts = TermCounts() if new.bulk else None
+    counts = await TermCounts.begun(connection) if new.bulk else None
     rows: list[Row] = []
     terms: Terms = {}
     held: dict[bytes, str] = {}
@@ -293,7 +293,6 @@ async def insert(
             [tables.store, scope, *arrays],
         )
     else:
-        await counts.begin(connection)
         if found is None:
             by_id = conflict == SKIP_HELD
             direct = await _copied_directly(connection, tables, scope, rows, by_id)
