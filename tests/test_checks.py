@@ -10,7 +10,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentrecall import InvalidArgumentError
-from agentrecall._internal.checks import check_item, check_limit, check_offset, seconds
+from agentrecall._internal.checks import (
+    check_ids,
+    check_item,
+    check_limit,
+    check_offset,
+    seconds,
+)
 from agentrecall._internal.jsonvalue import check_json_object
 from agentrecall._internal.text import check_text, escape_surrogates
 
@@ -80,3 +86,25 @@ def test_limits_offsets_and_durations_have_64_bit_and_calendar_bounds() -> None:
     for too_long in (float("inf"), 10**5000, timedelta.max):
         with pytest.raises(InvalidArgumentError, match="ttl must be at most"):
             seconds(too_long, "ttl")
+
+
+ids = st.text() | st.sampled_from(["\ud800", "a\udc80b"]) | st.integers() | st.none() | st.binary()
+
+
+@given(st.lists(ids, max_size=6))
+def test_a_list_of_ids_is_refused_exactly_when_one_id_is_and_the_message_names_it(
+    ids: list[object],
+) -> None:
+    first_bad = next(
+        (
+            index
+            for index, value in enumerate(ids)
+            if not isinstance(value, str) or any("\ud800" <= c <= "\udfff" for c in value)
+        ),
+        None,
+    )
+    if first_bad is None:
+        assert check_ids(ids) == ids  # type: ignore[arg-type]
+    else:
+        with pytest.raises(InvalidArgumentError, match=rf"memory_ids\[{first_bad}\]"):
+            check_ids(ids)  # type: ignore[arg-type]

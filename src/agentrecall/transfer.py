@@ -19,6 +19,7 @@ from typing import Any, BinaryIO
 
 from agentrecall._internal.binding import wait_for_binding
 from agentrecall._internal.clock import utc_timestamp
+from agentrecall._internal.switching import short_turns
 from agentrecall.errors import InvalidArgumentError, InvalidFileError
 from agentrecall.export_format import (
     SCOPE_KEYS,
@@ -243,17 +244,18 @@ async def _load_lines(loader: _Loader, reader: _LineReader) -> None:
     Both finish before any failure is raised, so what was stored is exactly the batches
     before the failing line, as the progress reported.
     """
-    batch = await asyncio.to_thread(reader.next)
-    while batch is not None:
-        kind, items = batch
-        write = loader.memories(items) if kind == "memory" else loader.versions(items)
-        outcomes: list[Any] = await asyncio.gather(
-            write, asyncio.to_thread(reader.next), return_exceptions=True
-        )
-        for outcome in outcomes:  # the write's failure first: it is of the earlier lines
-            if isinstance(outcome, BaseException):
-                raise outcome
-        batch = outcomes[1]
+    with short_turns():  # the parsing thread and the store's take turns (see switching)
+        batch = await asyncio.to_thread(reader.next)
+        while batch is not None:
+            kind, items = batch
+            write = loader.memories(items) if kind == "memory" else loader.versions(items)
+            outcomes: list[Any] = await asyncio.gather(
+                write, asyncio.to_thread(reader.next), return_exceptions=True
+            )
+            for outcome in outcomes:  # the write's failure first: it is of the earlier lines
+                if isinstance(outcome, BaseException):
+                    raise outcome
+            batch = outcomes[1]
 
 
 class _LineReader:
@@ -395,6 +397,8 @@ class _Loader:
         """Return the items whose id neither the store nor an earlier item holds."""
         ids = [record.id for _, record in items if isinstance(record.id, str)]
         taken = await self._taken(ids)
+        if not taken and len(set(ids)) == len(items):
+            return list(items)  # the common batch: every id new, and none twice
         fresh = []
         for number, record in items:
             if record.id in taken:

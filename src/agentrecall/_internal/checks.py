@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from datetime import timedelta
 
 from agentrecall._internal.jsonvalue import check_json_object
-from agentrecall._internal.text import check_text
+from agentrecall._internal.text import check_text, has_surrogate
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.types import JsonObject, MemoryRecord
 
@@ -126,6 +126,13 @@ def check_ids(memory_ids: Iterable[str], argument: str = "memory_ids") -> list[s
         raise InvalidArgumentError(
             f"{argument} must be an iterable of ids, got {_shown(memory_ids)}"
         ) from error
+    try:
+        # One join answers for the common list, all strings and all encodable, at a tenth of
+        # the time of checking the ids one by one; any other list is checked one by one.
+        if not has_surrogate("".join(ids)):
+            return ids
+    except TypeError:
+        pass
     for index, memory_id in enumerate(ids):
         check_id(memory_id, f"{argument}[{index}]")
     return ids

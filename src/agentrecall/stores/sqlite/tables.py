@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from agentrecall._internal.binding import binding
+from agentrecall._internal.switching import short_turns
 from agentrecall.stores.scopes import Scope
 from agentrecall.stores.sqlite.merging import merging_held
 from agentrecall.stores.sqlite.tags import tag
@@ -214,7 +215,10 @@ def insert_pipelined(
     insert = insert_statement(scope, conflict, times)
     built: list[Row] = []
     added = 0
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentrecall rows") as helper:
+    with (
+        short_turns(),
+        ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentrecall rows") as helper,
+    ):
         pending = helper.submit(build, *bounds[0])
         for k in range(len(bounds)):
             rows = pending.result()
