@@ -44,6 +44,7 @@ from corpus import corpus, query_sample
 from timing import percentile
 
 from agentrecall import SQLiteStore
+from agentrecall._internal.sqlite import CACHE_KIB
 from agentrecall.export_format import parse_line
 from agentrecall.transfer import DEFAULT_BATCH
 
@@ -51,8 +52,10 @@ RESULTS = Path(__file__).resolve().parent / "results" / "cli.md"
 SEARCH_SIZE = 100_000
 SEARCHES = 30
 WARMUP = 3
-TRANSFER_SIZES = (100_000, 1_000_000)
+TRANSFER_SIZES = (100_000, 300_000, 1_000_000)
 LOAD_BATCH = 50_000
+FLAT = 1.2
+"""The most a peak RSS may grow from the second largest store to the largest."""
 
 
 def agentrecall() -> list[str]:
@@ -233,13 +236,22 @@ def report(
             f"* export and import ≥ 50,000/s at {size:,}: slowest {slowest:,.0f}/s: {verdict}."
         )
     if len(rows) > 1:
-        small, large = rows[min(rows)], rows[max(rows)]
+        # The two largest stores: below about 100,000 memories the file is smaller than the
+        # page cache, so a step up from there still fills the cache rather than growing.
+        smaller, largest = sorted(rows)[-2:]
         for step in ("export", "import"):
-            ratio = large[f"{step}_rss"] / small[f"{step}_rss"]
-            verdict = "flat" if ratio <= 1.5 else "NOT flat"
+            ratio = rows[largest][f"{step}_rss"] / rows[smaller][f"{step}_rss"]
+            verdict = "flat" if ratio <= FLAT else "NOT flat"
             lines.append(
-                f"* {step} peak RSS at {max(rows):,} / at {min(rows):,}: {ratio:.2f}×: {verdict}."
+                f"* {step} peak RSS at {largest:,} / at {smaller:,} ({largest / smaller:.1f}× the "
+                f"memories): {ratio:.2f}×: {verdict}."
             )
+        lines += [
+            "",
+            f"Flat: at most {FLAT}× from the second largest store to the largest. A store "
+            f"keeps up to {CACHE_KIB // 1024} MiB of its file in SQLite's page cache, which a "
+            "store of 100,000 memories does not fill yet.",
+        ]
     return "\n".join(lines) + "\n"
 
 
