@@ -47,6 +47,7 @@ from agentrecall import SQLiteStore
 from agentrecall._internal.sqlite import CACHE_KIB
 from agentrecall.export_format import parse_line
 from agentrecall.transfer import DEFAULT_BATCH
+from agentrecall.types import MemoryRecord
 
 RESULTS = Path(__file__).resolve().parent / "results" / "cli.md"
 SEARCH_SIZE = 100_000
@@ -149,7 +150,8 @@ async def store_import_seconds(file: Path, path: Path) -> float:
     """
     with file.open("rb") as lines:
         next(lines)
-        records = [parse_line(line, "x", n) for n, line in enumerate(lines, 2)]
+        parsed = (parse_line(line, "x", n) for n, line in enumerate(lines, 2))
+        records = [item for item in parsed if isinstance(item, MemoryRecord)]
     async with SQLiteStore(path, fsync=False) as store:
         began = time.perf_counter()
         for start in range(0, len(records), DEFAULT_BATCH):
