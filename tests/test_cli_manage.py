@@ -107,7 +107,8 @@ def test_add_unreadable_or_conflicting_or_undecodable_file(db: Cli, tmp_path: Pa
 
 def test_ttl_on_a_json_store_names_what_is_missing(js: Cli) -> None:
     err = js.fail("add", "x", "--ttl", "1d")
-    assert err.startswith("agentrecall: error: --ttl: the store 'memory' (JsonFileStore) has no")
+    assert err.startswith("agentrecall: error: --ttl: '")
+    assert "m.json' (JsonFileStore) has no expiry" in err
     assert "use an SQLite store" in err
 
 
@@ -241,7 +242,8 @@ def test_search_by_meaning_in_a_json_store_is_refused(js: Cli) -> None:
     err = js.fail(
         "search", "x", "--mode", "semantic", "--embedder", "agentrecall.testing:HashEmbedder"
     )
-    assert "--mode semantic: the store 'memory' (JsonFileStore) searches by keyword only" in err
+    assert "--mode semantic: '" in err
+    assert "m.json' (JsonFileStore) searches by keyword only" in err
 
 
 def test_a_bad_filter_operator_is_one_error_line(db: Cli) -> None:
@@ -301,7 +303,8 @@ def test_update_and_history_bad_input(db: Cli, js: Cli) -> None:
     assert "blank" in db.fail("update", memory_id, "   ")
     js.add("x")
     err = js.fail("update", "any", "new")
-    assert err.startswith("agentrecall: error: update: the store 'memory' (JsonFileStore) cannot")
+    assert err.startswith("agentrecall: error: update: '")
+    assert "m.json' (JsonFileStore) cannot change a memory in place" in err
     assert "keeps no history" in js.fail("history", "any")
 
 
@@ -322,7 +325,7 @@ def test_delete_several_and_report_the_missing(db: Cli) -> None:
 
 def test_delete_reason_needs_history(js: Cli) -> None:
     memory_id = js.add("x")
-    assert "--reason: the store 'memory' (JsonFileStore) has no history" in js.fail(
+    assert "m.json' (JsonFileStore) has no history to keep a reason in" in js.fail(
         "delete", memory_id, "--reason", "why"
     )
 
@@ -392,13 +395,17 @@ def test_clear_with_yes_clears_only_the_scope(db: Cli, js: Cli) -> None:
 def test_clear_refuses_without_yes_when_stdin_is_no_terminal(tmp_path: Path) -> None:
     db = str(tmp_path / "m.db")
     assert run("--db", db, "add", "keep me").returncode == 0
+    assert run("--db", db, "add", "alice's", "--user-id", "alice").returncode == 0
     done = run("--db", db, "clear")
     assert done.returncode == 2
     assert done.stderr.decode() == (
-        "agentrecall: error: clear would forget 1 memory of 'memory': add --yes to confirm "
+        f"agentrecall: error: clear would forget 2 memories in '{db}': add --yes to confirm "
         "(stdin is no terminal)\n"
     )
-    assert run("--db", db, "count").stdout == b"1\n"
+    done = run("--db", db, "clear", "--user-id", "alice")
+    assert done.returncode == 2
+    assert f"would forget 1 memory of user_id=alice in '{db}': add --yes" in done.stderr.decode()
+    assert run("--db", db, "count").stdout == b"2\n"
 
 
 @pytest.mark.parametrize(("answer", "code", "left"), [(b"y\n", 0, b"0\n"), (b"n\n", 1, b"1\n")])
@@ -418,7 +425,7 @@ def test_clear_asks_on_a_terminal(tmp_path: Path, answer: bytes, code: int, left
         out, err = child.communicate(timeout=60)
     os.close(leader)
     assert child.returncode == code, err
-    assert err.decode().startswith("forget 1 memory of 'memory'? [y/N] ")
+    assert err.decode().startswith(f"forget 1 memory in '{db}'? [y/N] ")
     assert run("--db", db, "count").stdout == left
 
 

@@ -76,7 +76,7 @@ def _reindex(memory: SyncStore, args: argparse.Namespace) -> int:
     store = memory.store
     if not hasattr(store, "reindex"):
         raise InvalidArgumentError(
-            f"reindex: the store '{store.name}' ({type(store).__name__}) cannot compute vectors "
+            f"reindex: {opening.named(store)} cannot compute vectors "
             "again; use an SQLite store (--store or --db) or a PostgreSQL one (--dsn)"
         )
     if isinstance(store, SQLiteStore) and opening.size_of(store.path) is None:

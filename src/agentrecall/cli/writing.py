@@ -10,8 +10,8 @@ import argparse
 import sys
 from typing import Any
 
-from agentrecall.cli import report, values
-from agentrecall.cli.options import Parents, command, emit, plural, wants_json
+from agentrecall.cli import opening, report, values
+from agentrecall.cli.options import Parents, command, emit, plural, scope_of, wants_json
 from agentrecall.cli.reading import not_found, record_json
 from agentrecall.stores.base import Capability
 from agentrecall.sync import SyncStore
@@ -146,7 +146,8 @@ def _clear(memory: SyncStore, args: argparse.Namespace) -> int:
     if total == 0:
         emit(args, {"cleared": 0}, "nothing to clear: no memories")
         return report.OK
-    what = f"{plural(total, 'memory', 'memories')} of '{memory.store.name}'"
+    where = opening.quoted(memory.store)
+    what = f"{plural(total, 'memory', 'memories')}{_of_scope(args)} in {where}"
     if not args.yes:
         if not sys.stdin.isatty():
             message = f"clear would forget {what}: add --yes to confirm (stdin is no terminal)"
@@ -156,6 +157,12 @@ def _clear(memory: SyncStore, args: argparse.Namespace) -> int:
     cleared = memory.clear()
     emit(args, {"cleared": cleared}, f"cleared {plural(cleared, 'memory', 'memories')}")
     return report.OK
+
+
+def _of_scope(args: argparse.Namespace) -> str:
+    """`` of user_id=alice``: the scope ``clear`` is narrowed to, or ``""``."""
+    ids = ", ".join(f"{name}={value}" for name, value in scope_of(args).items())
+    return f" of {ids}" if ids else ""
 
 
 def usage(args: argparse.Namespace) -> argparse.ArgumentParser:
