@@ -1310,3 +1310,12 @@ def test_a_store_in_a_directory_that_cannot_be_searched_is_not_empty(
         result.stderr
         == f"agentrecall: error: cannot use the store file '{path}': Permission denied\n"
     )
+
+
+def test_migrate_counts_versions_of_history_in_words(cli: Cli, tmp_path: Path) -> None:
+    source, copy = tmp_path / "source.db", tmp_path / "copy.db"
+    memory_id = cli.add("first words", "--db", str(source))
+    cli.ok("update", memory_id, "second words", "--db", str(source))
+    assert cli.ok("migrate", str(source), str(copy)) == (
+        f"copied 1 memory and 1 version of history to {copy} (0 skipped)\n"
+    )

@@ -166,7 +166,7 @@ def _migrate(args: argparse.Namespace) -> int:
     source, destination = _shown_store(args.source), _shown_store(args.destination)
     data: dict[str, object] = {"source": source, "destination": destination}
     data.update(copied=result.copied, skipped=result.skipped, versions=result.versions)
-    history = f" and {result.versions} versions of history" if result.versions else ""
+    history = f" and {plural(result.versions, 'version')} of history" if result.versions else ""
     text = f"copied {plural(result.copied, 'memory', 'memories')}{history} to {destination}"
     text += f" ({result.skipped} skipped)"
     emit(args, data, text)
