@@ -97,7 +97,10 @@ def test_add_bad_input_is_a_usage_error(db: Cli, argv: list[str], message: str) 
 
 def test_add_unreadable_or_conflicting_or_undecodable_file(db: Cli, tmp_path: Path) -> None:
     missing = tmp_path / "missing.txt"
-    assert f"'{missing}'" in db.fail("add", "--file", str(missing))
+    assert f"error: --file '{missing}': No such file or directory" in db.fail(
+        "add", "--file", str(missing)
+    )
+    assert f"error: --file '{tmp_path}': Is a directory" in db.fail("add", "--file", str(tmp_path))
     binary = tmp_path / "binary.txt"
     binary.write_bytes(b"\xff\xfe")
     assert "is not UTF-8 text" in db.fail("add", "--file", str(binary))
@@ -427,6 +430,48 @@ def test_clear_asks_on_a_terminal(tmp_path: Path, answer: bytes, code: int, left
     assert child.returncode == code, err
     assert err.decode().startswith(f"forget 1 memory in '{db}'? [y/N] ")
     assert run("--db", db, "count").stdout == left
+
+
+def test_an_argument_whose_bytes_are_not_utf8_is_a_usage_error_naming_it(
+    db: Cli, tmp_path: Path
+) -> None:
+    store = str(tmp_path / "m.db")
+    done = subprocess.run(
+        [sys.executable, "-m", "agentrecall", "--db", store, "add", b"caf\xe9"],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.decode().splitlines()[-1] == (
+        "agentrecall: error: argument text: not UTF-8 text (a byte that is not UTF-8 at "
+        "character 3)"
+    )
+    assert not (tmp_path / "m.db").exists()
+    latin = "caf\udce9"  # how Python reads the byte 0xE9 of an argument that is not UTF-8
+    for argv, named in [
+        (("search", latin), "argument query"),
+        (("get", latin), "argument id"),
+        (("delete", "x", latin), "argument ID"),
+        (("add", "x", "--meta", f"k={latin}"), "argument --meta"),
+        (("add", "x", "--metadata", f'{{"k": "{latin}"}}'), "argument --metadata"),
+        (("count", "--user-id", latin), "argument --user-id"),
+        (("list", "--session-id", latin), "argument --session-id"),
+    ]:
+        at = argv[-1].index("\udce9")
+        expected = f"{named}: not UTF-8 text (a byte that is not UTF-8 at character {at})\n"
+        assert usage_error(db, *argv).endswith(expected), argv
+    assert not (tmp_path / "m.db").exists()
+
+
+@pytest.mark.parametrize("flag", ["--user-id", "--agent-id", "--session-id"])
+def test_an_empty_scope_id_is_a_usage_error_naming_the_flag(db: Cli, flag: str) -> None:
+    assert usage_error(db, "add", "x", flag, "").endswith(
+        f"argument {flag}: expected an id, got an empty string\n"
+    )
+    assert usage_error(db, "mcp", flag, "").endswith(
+        f"argument {flag}: expected an id, got an empty string\n"
+    )
 
 
 # --- scopes -----------------------------------------------------------------------------------

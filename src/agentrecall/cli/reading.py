@@ -31,7 +31,7 @@ def register(commands: Any, parents: Parents) -> None:
     get = command(
         commands, "get", parents.store, help="show one memory", example="agentrecall get ID"
     )
-    get.add_argument("id", help="the memory's id")
+    get.add_argument("id", type=values.utf8, help="the memory's id")
     get.set_defaults(command=_get, verb="get", reads_only=True)
     _list_parser(commands, parents)
     history = command(
@@ -41,7 +41,9 @@ def register(commands: Any, parents: Parents) -> None:
         help="show a memory's earlier versions, oldest first, then the current one",
         example="agentrecall history ID",
     )
-    history.add_argument("id", help="the memory's id (a deleted memory's history is kept)")
+    history.add_argument(
+        "id", type=values.utf8, help="the memory's id (a deleted memory's history is kept)"
+    )
     history.set_defaults(
         command=_history, verb="history", reads_only=True, needs=Capability.HISTORY
     )
@@ -98,7 +100,7 @@ def _search_parser(commands: Any, parents: Parents) -> None:
         example='agentrecall search "which seat does the user like" -n 5\n'
         "agentrecall search seats --mode hybrid --min-score 0.2 --after 2025-01-01",
     )
-    search.add_argument("query")
+    search.add_argument("query", type=values.utf8)
     search.add_argument("-n", type=values.count, default=None, help="at most N hits (default 10)")
     search.add_argument(
         "--mode",

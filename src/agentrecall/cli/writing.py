@@ -31,7 +31,7 @@ def register(commands: Any, parents: Parents) -> None:
         "agentrecall add --file notes.txt --ttl 30d --user-id alice\n"
         "echo 'Standup is at 9:30' | agentrecall add -",
     )
-    add.add_argument("text", nargs="?", help=f"what to remember: {CONTENT_HELP}")
+    add.add_argument("text", nargs="?", type=values.utf8, help=f"what to remember: {CONTENT_HELP}")
     _content_options(add)
     add.add_argument(
         "--ttl",
@@ -50,8 +50,10 @@ def register(commands: Any, parents: Parents) -> None:
         example='agentrecall update ID "The user prefers window seats" --reason "asked again"\n'
         "agentrecall update ID --meta priority=1",
     )
-    update.add_argument("id", help="the memory's id")
-    update.add_argument("text", nargs="?", help=f"the new content: {CONTENT_HELP}")
+    update.add_argument("id", type=values.utf8, help="the memory's id")
+    update.add_argument(
+        "text", nargs="?", type=values.utf8, help=f"the new content: {CONTENT_HELP}"
+    )
     _content_options(update, replaces=True)
     _reason_option(update, "update")
     update.set_defaults(command=_update, verb="update", needs=Capability.UPDATE)
@@ -64,7 +66,7 @@ def register(commands: Any, parents: Parents) -> None:
         epilog="Deletes the memories it finds; exit status 1 when an id was not found.",
         example="agentrecall delete ID\nagentrecall delete ID1 ID2 ID3 --reason outdated",
     )
-    delete.add_argument("ids", nargs="+", metavar="ID", help="the memories' ids")
+    delete.add_argument("ids", nargs="+", type=values.utf8, metavar="ID", help="the memories' ids")
     _reason_option(delete, "deletion")
     delete.set_defaults(command=_delete, verb="delete")
 
@@ -88,6 +90,7 @@ def _content_options(parser: argparse.ArgumentParser, *, replaces: bool = False)
     )
     parser.add_argument(
         "--meta",
+        type=values.utf8,
         action="append",
         default=[],
         metavar="KEY=VALUE",
@@ -97,7 +100,9 @@ def _content_options(parser: argparse.ArgumentParser, *, replaces: bool = False)
 
 def _reason_option(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument(
-        "--reason", help=f"why, kept with the {what} in the history (SQLite and PostgreSQL stores)"
+        "--reason",
+        type=values.utf8,
+        help=f"why, kept with the {what} in the history (SQLite and PostgreSQL stores)",
     )
 
 
