@@ -249,9 +249,22 @@ def test_search_by_meaning_in_a_json_store_is_refused(js: Cli) -> None:
     assert "m.json' (JsonFileStore) searches by keyword only" in err
 
 
-def test_a_bad_filter_operator_is_one_error_line(db: Cli) -> None:
+@pytest.mark.parametrize(
+    ("condition", "message"),
+    [
+        ('{"k": {"$regex": "a"}}', "unknown operator '$regex' for field 'k'"),
+        ('{"k": {"$in": 5}}', "operator $in for field 'k' takes a list of values, got int"),
+        ('{"k": [1, 2]}', "condition for field 'k' is a list"),
+        ('{"": 1}', "filter field names must not be empty"),
+    ],
+)
+def test_a_filter_that_is_no_valid_filter_is_a_usage_error_naming_it(
+    db: Cli, condition: str, message: str
+) -> None:
     db.add("x")
-    assert "$regex" in db.fail("search", "x", "--filter", '{"k": {"$regex": "a"}}')
+    for command in (["search", "x"], ["list"], ["count"]):
+        err = usage_error(db, *command, "--filter", condition)
+        assert err.startswith(f"agentrecall: error: argument --filter: {message}"), err
 
 
 # --- update and history -----------------------------------------------------------------------

@@ -62,7 +62,7 @@ def add_bounds(parser: argparse.ArgumentParser) -> None:
     """Add ``--filter``, ``--after`` and ``--before`` to ``parser``."""
     parser.add_argument(
         "--filter",
-        type=values.json_object,
+        type=values.metadata_filter,
         metavar="JSON",
         help='metadata conditions, such as \'{"topic": "travel"}\' (SQLite and PostgreSQL stores)',
     )

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 from typing import Any
 
+from agentrecall.retrieval.filters import check_filter
 from agentrecall.types import JsonObject
 
 MAX_COUNT = 2**63 - 1
@@ -97,6 +98,16 @@ def json_object(text: str) -> JsonObject:
         raise argparse.ArgumentTypeError(
             f"expected a JSON object (in braces), got {type(value).__name__} {text!r}"
         )
+    return value
+
+
+def metadata_filter(text: str) -> JsonObject:
+    """A JSON object that is a valid metadata filter, such as ``{"n": {"$gte": 2}}``."""
+    value = json_object(text)
+    try:
+        check_filter(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
     return value
 
 
