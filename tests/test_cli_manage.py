@@ -538,3 +538,32 @@ def test_stdin_content_in_process(db: Cli, monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(sys, "stdin", stream)
     memory_id = db.add("-")
     assert db.json("get", memory_id)["content"] == "caf\u00e9 au lait"
+
+
+HOSTILE = "evil \x1b[2J\x1b]0;owned\x07 \r\u202eover\x9b"
+"""Escape sequences that would clear the screen and retitle the terminal, a carriage return,
+a right-to-left override and a C1 control: what a memory from a model or a file may hold."""
+
+
+def test_text_output_never_sends_a_memory_s_control_characters_to_the_terminal(
+    db: Cli,
+) -> None:
+    memory_id = db.add(HOSTILE, "--user-id", HOSTILE, "--meta", f"{HOSTILE}=1")
+    db.ok("update", memory_id, "now plain", "--reason", HOSTILE, "--user-id", HOSTILE)
+    db.add("plain evil words")
+    outputs = [
+        db.ok("list", "--user-id", HOSTILE),
+        db.ok("list"),
+        db.ok("search", "evil"),
+        db.ok("get", memory_id),
+        db.ok("history", memory_id),
+        db.ok("stats"),
+    ]
+    shown = "evil \\x1b[2J\\x1b]0;owned\\x07 \\r\\u202eover\\x9b"
+    for out in outputs:
+        assert not [c for c in out if c != "\n" and (c < " " or "\x7f" <= c <= "\x9f")], out
+        assert "\u202e" not in out
+    assert shown in outputs[0] and shown in outputs[3] and shown in outputs[4]
+    code, _, err = db("get", HOSTILE)
+    assert code == 1 and err == f"agentrecall: error: no memory with id '{shown}'\n"
+    assert db.json("get", memory_id)["user_id"] == HOSTILE  # --json keeps the text exact

@@ -149,7 +149,8 @@ def _get(memory: SyncStore, args: argparse.Namespace) -> int:
         return not_found([args.id], args)
     data = record_json(record)
     fields = [(key, _shown(value)) for key, value in data.items() if key != "content"]
-    text = "\n".join(tables.block(fields, fit=tables.width())) + "\n\n" + record.content
+    content = report.printable(record.content)
+    text = "\n".join(tables.block(fields, fit=tables.width())) + "\n\n" + content
     emit(args, data, text)
     return report.OK
 

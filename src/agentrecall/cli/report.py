@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import traceback
 from collections.abc import Callable
@@ -176,6 +177,32 @@ def _write_stderr(text: str) -> None:
         pass  # nowhere left to say it
 
 
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+"""What a terminal would act on rather than show: control characters other than tab and line
+feed (escape sequences can recolour, retitle or rewrite the screen) and the bidirectional
+overrides that make text read in another order than it is stored."""
+
+_NAMED = {"\r": "\\r"}
+
+
+def printable(text: str) -> str:
+    r"""Return ``text`` with each character a terminal would act on written as an escape.
+
+    ``\r``, ``\x1b``, ``\u202e``: memories are data from models, clients and files, and
+    showing one must never run its escape sequences on the reader's terminal. Tabs and line
+    breaks stay.
+    """
+    return _CONTROLS.sub(_escaped, text)
+
+
 def one_line(text: str) -> str:
-    """Return ``text`` with each line break written as a backslash and a letter."""
-    return text.replace("\r", "\\r").replace("\n", "\\n")
+    """Return :func:`printable` ``text``, each line break written as a backslash and a letter."""
+    return printable(text).replace("\n", "\\n")
+
+
+def _escaped(found: re.Match[str]) -> str:
+    character = found.group()
+    if character in _NAMED:
+        return _NAMED[character]
+    code = ord(character)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
