@@ -567,3 +567,29 @@ def test_text_output_never_sends_a_memory_s_control_characters_to_the_terminal(
     code, _, err = db("get", HOSTILE)
     assert code == 1 and err == f"agentrecall: error: no memory with id '{shown}'\n"
     assert db.json("get", memory_id)["user_id"] == HOSTILE  # --json keeps the text exact
+
+
+@pytest.mark.parametrize("command", [["add", "-"], ["import", "-"]])
+def test_reading_stdin_from_a_terminal_says_how_to_end_it(
+    tmp_path: Path, command: list[str]
+) -> None:
+    pty = pytest.importorskip("pty")
+    db = str(tmp_path / "m.db")
+    leader, follower = pty.openpty()
+    with subprocess.Popen(
+        [sys.executable, "-m", "agentrecall", "--db", db, *command],
+        stdin=follower,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as child:
+        os.close(follower)
+        os.write(leader, b"[]\n\x04" if command[0] == "import" else b"typed at a terminal\n\x04")
+        out, err = child.communicate(timeout=60)
+    assert err.decode().startswith(
+        "agentrecall: note: reading standard input; end it with Ctrl-D on a line of its own\n"
+    )
+    os.close(leader)
+    assert child.returncode == 0, err
+    assert run("--db", db, "count").stdout == (b"0\n" if command[0] == "import" else b"1\n")
+    piped = run("--db", db, "add", "-", stdin=b"piped in\n")
+    assert (piped.returncode, piped.stderr) == (0, b"")

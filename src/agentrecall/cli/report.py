@@ -122,6 +122,16 @@ def note(message: str) -> None:
     _write_stderr(f"agentrecall: note: {one_line(message)}\n")
 
 
+def reading_stdin() -> None:
+    """Say how to end the input when standard input is a terminal; nothing for a pipe or file.
+
+    On a terminal, reading waits for the person at it, who may have meant to pipe a file in:
+    without a word the command would seem to hang.
+    """
+    if sys.stdin is not None and sys.stdin.isatty():
+        note("reading standard input; end it with Ctrl-D on a line of its own")
+
+
 def emit(text: str) -> None:
     """Write ``text`` and a newline on stdout, flushed.
 

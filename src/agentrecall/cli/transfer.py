@@ -215,6 +215,7 @@ def _no_cycle_collector() -> Iterator[None]:
 def _source(name: str) -> Iterator[tuple[BinaryIO, str]]:
     """Open the file to import (``-``: standard input) and say how errors name it."""
     if name == "-":
+        report.reading_stdin()
         yield sys.stdin.buffer, "standard input"
         return
     with open(name, "rb") as stream:

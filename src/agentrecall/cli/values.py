@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 from typing import Any
 
+from agentrecall.cli import report
 from agentrecall.retrieval.filters import check_filter
 from agentrecall.types import JsonObject
 
@@ -187,6 +188,7 @@ def content(text: str | None, file: str | None, what: str = "content") -> str | 
             raise OSError(error.errno, f"--file '{file}': {error.strerror}") from error
         return _decoded(data, f"--file '{file}'")
     if text == STDIN:
+        report.reading_stdin()
         return _decoded(sys.stdin.buffer.read(), "standard input")
     return text
 
