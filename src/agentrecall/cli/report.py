@@ -133,19 +133,98 @@ def reading_stdin() -> None:
 
 
 def emit(text: str) -> None:
-    """Write ``text`` and a newline on stdout, flushed.
+    """Write ``text`` and a newline on stdout, all of it, or raise.
+
+    On POSIX the bytes go to stdout's descriptor through :class:`WholeWriter`. Python's own
+    stdout, unbuffered (``PYTHONUNBUFFERED=1``, as many containers set it), ignores a short
+    write: when a disk fills up or the reader leaves part-way through a long output, the rest
+    was dropped without an error and the command ended "done" with its output cut short.
 
     Raises:
         BrokenPipeError: the reader went away (handled by :func:`run`).
         OutputError: stdout refused the write for another reason.
     """
+    line = text + "\n"
     try:
-        sys.stdout.write(text + "\n")
+        out = standard_output()
+        if out is None:
+            sys.stdout.write(line)
+        else:
+            out.write(line.encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict"))
     except BrokenPipeError:
         raise
     except OSError as error:
         raise OutputError(f"cannot write to standard output: {describe(error)}") from error
     _flush_stdout()
+
+
+class WholeWriter:
+    """Writes to a file descriptor, each ``write`` writing every byte it is given or raising.
+
+    ``os.write`` may write part of the bytes (a pipe whose reader leaves, a disk that fills
+    up); the rest is written again until done, so that the error, if any, is raised rather
+    than lost the way an unbuffered file object loses it after a short write.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def write(self, data: bytes) -> int:
+        """Write all of ``data``; return its length.
+
+        Raises:
+            OSError: the descriptor refused the rest (``BrokenPipeError`` when the reader left).
+        """
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view) :]
+        return len(data)
+
+    def flush(self) -> None:
+        """Nothing to do: no byte is held back."""
+
+
+class _StandardOutput(WholeWriter):
+    """A :class:`WholeWriter` on stdout, whose failures say that stdout failed."""
+
+    def write(self, data: bytes) -> int:
+        """Write all of ``data``; return its length.
+
+        Raises:
+            BrokenPipeError: the reader went away (handled by :func:`run`).
+            OutputError: stdout refused the write for another reason.
+        """
+        try:
+            return super().write(data)
+        except BrokenPipeError:
+            raise
+        except OSError as error:
+            raise OutputError(f"cannot write to standard output: {describe(error)}") from error
+
+
+def standard_output() -> WholeWriter | None:
+    """A :class:`WholeWriter` on stdout's descriptor (flushed first), or ``None``.
+
+    ``None`` without a descriptor (a test's capture) or off POSIX, where the text stream
+    translates line breaks: write to ``sys.stdout`` then.
+
+    Raises:
+        BrokenPipeError: the reader went away while what was written before was flushed.
+        OutputError: the flush failed for another reason.
+    """
+    fd = _descriptor(sys.stdout) if os.name == "posix" else None
+    if fd is None:
+        return None
+    _flush_stdout()
+    return _StandardOutput(fd)
+
+
+def _descriptor(stream: object) -> int | None:
+    try:
+        fd: int = stream.fileno()  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):
+        return None
+    return fd
 
 
 def describe(error: BaseException) -> str:
@@ -168,9 +247,8 @@ def _flush_stdout() -> None:
 
 def _silence_stdout() -> None:
     """Point stdout at the null device, so the flush at interpreter exit cannot fail again."""
-    try:
-        fd = sys.stdout.fileno()
-    except (AttributeError, OSError, ValueError):
+    fd = _descriptor(sys.stdout)
+    if fd is None:
         return  # not a file descriptor (a test's capture): nothing flushes it at exit
     null = os.open(os.devnull, os.O_WRONLY)
     try:

@@ -26,7 +26,7 @@ import os
 import sys
 import uuid
 from collections.abc import Iterator
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from agentrecall.cli import opening, report
 from agentrecall.cli.options import DEFAULT_STORE, SCOPE_OPTIONS, Parents, command
@@ -91,8 +91,12 @@ def _export(args: argparse.Namespace, default: str) -> int:
     scope = {flag: getattr(args, flag, None) for flag in SCOPE_OPTIONS}
     with terminal_bar() as bar:
         if args.output is None:
-            sys.stdout.flush()
-            asyncio.run(_exported(store, view, sys.stdout.buffer, scope, bar))
+            # Each write whole or an error: an unbuffered stdout drops the rest of a short write.
+            whole = report.standard_output()
+            if whole is None:
+                sys.stdout.flush()
+            stream = sys.stdout.buffer if whole is None else cast(BinaryIO, whole)
+            asyncio.run(_exported(store, view, stream, scope, bar))
             return report.OK
         _check_not_the_store(args.output, store)
         with _replacing(args.output) as out:
