@@ -1103,6 +1103,77 @@ def fill_store(path: Path, count: int) -> None:
         store.add_many((f"memory number {i} about topic {i % 97}", None) for i in range(count))
 
 
+SIZE_LIMIT = 100_000
+"""Bytes a file may grow to in :func:`output_limited_to_size_limit`: less than any output."""
+
+
+def output_limited_to_size_limit() -> None:
+    """Run in the child before the command: its files stop growing at SIZE_LIMIT.
+
+    As on a disk that fills up mid-way: the write past it fails (EFBIG), the process goes on.
+    """
+    import resource
+    import signal
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (SIZE_LIMIT, SIZE_LIMIT))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX resource limits")
+@pytest.mark.parametrize("buffered", [True, False], ids=["buffered", "unbuffered"])
+@pytest.mark.parametrize(
+    "argv",
+    [["list", "--all"], ["--json", "list", "--all"], ["export"], ["export", "-o", "out.jsonl"]],
+)
+def test_output_that_fills_the_disk_mid_way_is_an_error_not_a_cut_short_success(
+    home: Path, tmp_path: Path, argv: list[str], buffered: bool
+) -> None:
+    fill_store(tmp_path / "m.db", 20_000)  # a few MB of output
+    with open(tmp_path / "stdout", "wb") as stdout:
+        result = subprocess.run(
+            cli_command("--db", str(tmp_path / "m.db"), *argv),
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            env=cli_env(home, buffered=buffered),
+            cwd=tmp_path,
+            preexec_fn=output_limited_to_size_limit,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert result.returncode == 1
+    [line] = result.stderr.splitlines()
+    if "-o" in argv:
+        assert line == "agentrecall: error: cannot write 'out.jsonl': File too large"
+        assert not (tmp_path / "out.jsonl").exists()
+    elif "--json" in argv:
+        assert json.loads(line) == {
+            "error": "cannot write to standard output: File too large",
+            "code": 1,
+        }
+    else:
+        assert line == "agentrecall: error: cannot write to standard output: File too large"
+
+
+@pytest.mark.parametrize("buffered", [True, False], ids=["buffered", "unbuffered"])
+@pytest.mark.parametrize("argv", [["list", "--all"], ["--json", "list", "--all"], ["export"]])
+def test_a_reader_that_leaves_mid_way_ends_the_command_with_141(
+    home: Path, tmp_path: Path, argv: list[str], buffered: bool
+) -> None:
+    fill_store(tmp_path / "m.db", 20_000)  # much more than a pipe holds
+    with subprocess.Popen(
+        cli_command("--db", str(tmp_path / "m.db"), *argv),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=cli_env(home, buffered=buffered),
+    ) as child:
+        assert child.stdout is not None and child.stderr is not None
+        assert len(child.stdout.read(100)) == 100  # the first lines, as `| head -1` reads
+        child.stdout.close()
+        err = child.stderr.read()
+    assert (child.returncode, err) == (141, b"")
+
+
 def test_version_is_the_package_version(cli: Cli) -> None:
     assert cli.ok("--version") == f"agentrecall {agentrecall.__version__}\n"
     assert importlib.metadata.version("agentrecall") == agentrecall.__version__
@@ -1309,4 +1380,13 @@ def test_a_store_in_a_directory_that_cannot_be_searched_is_not_empty(
     assert (
         result.stderr
         == f"agentrecall: error: cannot use the store file '{path}': Permission denied\n"
+    )
+
+
+def test_migrate_counts_versions_of_history_in_words(cli: Cli, tmp_path: Path) -> None:
+    source, copy = tmp_path / "source.db", tmp_path / "copy.db"
+    memory_id = cli.add("first words", "--db", str(source))
+    cli.ok("update", memory_id, "second words", "--db", str(source))
+    assert cli.ok("migrate", str(source), str(copy)) == (
+        f"copied 1 memory and 1 version of history to {copy} (0 skipped)\n"
     )

@@ -97,7 +97,10 @@ def test_add_bad_input_is_a_usage_error(db: Cli, argv: list[str], message: str) 
 
 def test_add_unreadable_or_conflicting_or_undecodable_file(db: Cli, tmp_path: Path) -> None:
     missing = tmp_path / "missing.txt"
-    assert f"'{missing}'" in db.fail("add", "--file", str(missing))
+    assert f"error: --file '{missing}': No such file or directory" in db.fail(
+        "add", "--file", str(missing)
+    )
+    assert f"error: --file '{tmp_path}': Is a directory" in db.fail("add", "--file", str(tmp_path))
     binary = tmp_path / "binary.txt"
     binary.write_bytes(b"\xff\xfe")
     assert "is not UTF-8 text" in db.fail("add", "--file", str(binary))
@@ -107,7 +110,8 @@ def test_add_unreadable_or_conflicting_or_undecodable_file(db: Cli, tmp_path: Pa
 
 def test_ttl_on_a_json_store_names_what_is_missing(js: Cli) -> None:
     err = js.fail("add", "x", "--ttl", "1d")
-    assert err.startswith("agentrecall: error: --ttl: the store 'memory' (JsonFileStore) has no")
+    assert err.startswith("agentrecall: error: --ttl: '")
+    assert "m.json' (JsonFileStore) has no expiry" in err
     assert "use an SQLite store" in err
 
 
@@ -241,12 +245,26 @@ def test_search_by_meaning_in_a_json_store_is_refused(js: Cli) -> None:
     err = js.fail(
         "search", "x", "--mode", "semantic", "--embedder", "agentrecall.testing:HashEmbedder"
     )
-    assert "--mode semantic: the store 'memory' (JsonFileStore) searches by keyword only" in err
+    assert "--mode semantic: '" in err
+    assert "m.json' (JsonFileStore) searches by keyword only" in err
 
 
-def test_a_bad_filter_operator_is_one_error_line(db: Cli) -> None:
+@pytest.mark.parametrize(
+    ("condition", "message"),
+    [
+        ('{"k": {"$regex": "a"}}', "unknown operator '$regex' for field 'k'"),
+        ('{"k": {"$in": 5}}', "operator $in for field 'k' takes a list of values, got int"),
+        ('{"k": [1, 2]}', "condition for field 'k' is a list"),
+        ('{"": 1}', "filter field names must not be empty"),
+    ],
+)
+def test_a_filter_that_is_no_valid_filter_is_a_usage_error_naming_it(
+    db: Cli, condition: str, message: str
+) -> None:
     db.add("x")
-    assert "$regex" in db.fail("search", "x", "--filter", '{"k": {"$regex": "a"}}')
+    for command in (["search", "x"], ["list"], ["count"]):
+        err = usage_error(db, *command, "--filter", condition)
+        assert err.startswith(f"agentrecall: error: argument --filter: {message}"), err
 
 
 # --- update and history -----------------------------------------------------------------------
@@ -301,7 +319,8 @@ def test_update_and_history_bad_input(db: Cli, js: Cli) -> None:
     assert "blank" in db.fail("update", memory_id, "   ")
     js.add("x")
     err = js.fail("update", "any", "new")
-    assert err.startswith("agentrecall: error: update: the store 'memory' (JsonFileStore) cannot")
+    assert err.startswith("agentrecall: error: update: '")
+    assert "m.json' (JsonFileStore) cannot change a memory in place" in err
     assert "keeps no history" in js.fail("history", "any")
 
 
@@ -322,7 +341,7 @@ def test_delete_several_and_report_the_missing(db: Cli) -> None:
 
 def test_delete_reason_needs_history(js: Cli) -> None:
     memory_id = js.add("x")
-    assert "--reason: the store 'memory' (JsonFileStore) has no history" in js.fail(
+    assert "m.json' (JsonFileStore) has no history to keep a reason in" in js.fail(
         "delete", memory_id, "--reason", "why"
     )
 
@@ -392,13 +411,17 @@ def test_clear_with_yes_clears_only_the_scope(db: Cli, js: Cli) -> None:
 def test_clear_refuses_without_yes_when_stdin_is_no_terminal(tmp_path: Path) -> None:
     db = str(tmp_path / "m.db")
     assert run("--db", db, "add", "keep me").returncode == 0
+    assert run("--db", db, "add", "alice's", "--user-id", "alice").returncode == 0
     done = run("--db", db, "clear")
     assert done.returncode == 2
     assert done.stderr.decode() == (
-        "agentrecall: error: clear would forget 1 memory of 'memory': add --yes to confirm "
+        f"agentrecall: error: clear would forget 2 memories in '{db}': add --yes to confirm "
         "(stdin is no terminal)\n"
     )
-    assert run("--db", db, "count").stdout == b"1\n"
+    done = run("--db", db, "clear", "--user-id", "alice")
+    assert done.returncode == 2
+    assert f"would forget 1 memory of user_id=alice in '{db}': add --yes" in done.stderr.decode()
+    assert run("--db", db, "count").stdout == b"2\n"
 
 
 @pytest.mark.parametrize(("answer", "code", "left"), [(b"y\n", 0, b"0\n"), (b"n\n", 1, b"1\n")])
@@ -418,8 +441,50 @@ def test_clear_asks_on_a_terminal(tmp_path: Path, answer: bytes, code: int, left
         out, err = child.communicate(timeout=60)
     os.close(leader)
     assert child.returncode == code, err
-    assert err.decode().startswith("forget 1 memory of 'memory'? [y/N] ")
+    assert err.decode().startswith(f"forget 1 memory in '{db}'? [y/N] ")
     assert run("--db", db, "count").stdout == left
+
+
+def test_an_argument_whose_bytes_are_not_utf8_is_a_usage_error_naming_it(
+    db: Cli, tmp_path: Path
+) -> None:
+    store = str(tmp_path / "m.db")
+    done = subprocess.run(
+        [sys.executable, "-m", "agentrecall", "--db", store, "add", b"caf\xe9"],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.decode().splitlines()[-1] == (
+        "agentrecall: error: argument text: not UTF-8 text (a byte that is not UTF-8 at "
+        "character 3)"
+    )
+    assert not (tmp_path / "m.db").exists()
+    latin = "caf\udce9"  # how Python reads the byte 0xE9 of an argument that is not UTF-8
+    for argv, named in [
+        (("search", latin), "argument query"),
+        (("get", latin), "argument id"),
+        (("delete", "x", latin), "argument ID"),
+        (("add", "x", "--meta", f"k={latin}"), "argument --meta"),
+        (("add", "x", "--metadata", f'{{"k": "{latin}"}}'), "argument --metadata"),
+        (("count", "--user-id", latin), "argument --user-id"),
+        (("list", "--session-id", latin), "argument --session-id"),
+    ]:
+        at = argv[-1].index("\udce9")
+        expected = f"{named}: not UTF-8 text (a byte that is not UTF-8 at character {at})\n"
+        assert usage_error(db, *argv).endswith(expected), argv
+    assert not (tmp_path / "m.db").exists()
+
+
+@pytest.mark.parametrize("flag", ["--user-id", "--agent-id", "--session-id"])
+def test_an_empty_scope_id_is_a_usage_error_naming_the_flag(db: Cli, flag: str) -> None:
+    assert usage_error(db, "add", "x", flag, "").endswith(
+        f"argument {flag}: expected an id, got an empty string\n"
+    )
+    assert usage_error(db, "mcp", flag, "").endswith(
+        f"argument {flag}: expected an id, got an empty string\n"
+    )
 
 
 # --- scopes -----------------------------------------------------------------------------------
@@ -473,3 +538,58 @@ def test_stdin_content_in_process(db: Cli, monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(sys, "stdin", stream)
     memory_id = db.add("-")
     assert db.json("get", memory_id)["content"] == "caf\u00e9 au lait"
+
+
+HOSTILE = "evil \x1b[2J\x1b]0;owned\x07 \r\u202eover\x9b"
+"""Escape sequences that would clear the screen and retitle the terminal, a carriage return,
+a right-to-left override and a C1 control: what a memory from a model or a file may hold."""
+
+
+def test_text_output_never_sends_a_memory_s_control_characters_to_the_terminal(
+    db: Cli,
+) -> None:
+    memory_id = db.add(HOSTILE, "--user-id", HOSTILE, "--meta", f"{HOSTILE}=1")
+    db.ok("update", memory_id, "now plain", "--reason", HOSTILE, "--user-id", HOSTILE)
+    db.add("plain evil words")
+    outputs = [
+        db.ok("list", "--user-id", HOSTILE),
+        db.ok("list"),
+        db.ok("search", "evil"),
+        db.ok("get", memory_id),
+        db.ok("history", memory_id),
+        db.ok("stats"),
+    ]
+    shown = "evil \\x1b[2J\\x1b]0;owned\\x07 \\r\\u202eover\\x9b"
+    for out in outputs:
+        assert not [c for c in out if c != "\n" and (c < " " or "\x7f" <= c <= "\x9f")], out
+        assert "\u202e" not in out
+    assert shown in outputs[0] and shown in outputs[3] and shown in outputs[4]
+    code, _, err = db("get", HOSTILE)
+    assert code == 1 and err == f"agentrecall: error: no memory with id '{shown}'\n"
+    assert db.json("get", memory_id)["user_id"] == HOSTILE  # --json keeps the text exact
+
+
+@pytest.mark.parametrize("command", [["add", "-"], ["import", "-"]])
+def test_reading_stdin_from_a_terminal_says_how_to_end_it(
+    tmp_path: Path, command: list[str]
+) -> None:
+    pty = pytest.importorskip("pty")
+    db = str(tmp_path / "m.db")
+    leader, follower = pty.openpty()
+    with subprocess.Popen(
+        [sys.executable, "-m", "agentrecall", "--db", db, *command],
+        stdin=follower,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as child:
+        os.close(follower)
+        os.write(leader, b"[]\n\x04" if command[0] == "import" else b"typed at a terminal\n\x04")
+        out, err = child.communicate(timeout=60)
+    assert err.decode().startswith(
+        "agentrecall: note: reading standard input; end it with Ctrl-D on a line of its own\n"
+    )
+    os.close(leader)
+    assert child.returncode == 0, err
+    assert run("--db", db, "count").stdout == (b"0\n" if command[0] == "import" else b"1\n")
+    piped = run("--db", db, "add", "-", stdin=b"piped in\n")
+    assert (piped.returncode, piped.stderr) == (0, b"")

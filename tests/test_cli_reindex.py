@@ -78,3 +78,23 @@ def test_reindex_refuses_what_it_cannot_use(
     assert code == 1 and "(JsonFileStore) cannot compute vectors again" in err
     code, out, _ = run(capsys, "reindex", "--store", "nothing-yet", "--embedder", HASH)
     assert (code, out) == (0, "the store does not exist yet: nothing to reindex\n")
+
+
+def test_an_embedder_that_cannot_be_made_is_named_and_not_called_a_bug(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "broken_at_import.py").write_text("raise RuntimeError('no model here')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = str(tmp_path / "m.db")
+    with SyncStore(SQLiteStore(path)) as store:
+        store.add("Likes green tea")
+    for name, message in [
+        ("json:loads", "--embedder json:loads failed: TypeError: "),
+        ("broken_at_import:Embedder", "importing 'broken_at_import' failed: RuntimeError"),
+        ("no_such_module_here:Embedder", "--embedder no_such_module_here:Embedder: No module"),
+    ]:
+        for command in (["reindex"], ["search", "tea", "--mode", "semantic"]):
+            code, out, err = run(capsys, "--db", path, *command, "--embedder", name)
+            assert (code, out) == (1, ""), (name, command, err)
+            assert err.count("\n") == 1 and message in err, (name, command, err)
+            assert "this is a bug" not in err

@@ -19,7 +19,7 @@ import pytest
 from history_scenarios import PAST, SCOPES, operations, play, snapshot
 from hypothesis import HealthCheck, given, settings
 
-from agentrecall import JsonFileStore, MemoryRecord, SQLiteStore
+from agentrecall import JsonFileStore, MemoryRecord, SQLiteStore, SyncStore
 from agentrecall.cli.main import main
 from agentrecall.export_format import FORMAT, VERSION, encode_record
 from agentrecall.transfer import DEFAULT_BATCH, TAPER_BATCH, import_stream
@@ -135,6 +135,25 @@ def test_a_pipe_between_two_processes_copies_a_store_exactly(tmp_path: Path) -> 
         original[0]["memories"]
         == len(expected["records"])
         == len(original) - 1 - len(expected["versions"])
+    )
+
+
+def test_an_empty_store_copies_into_a_new_empty_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source, copy = tmp_path / "a.db", tmp_path / "new.db"
+    with SyncStore(SQLiteStore(source)) as store:
+        store.setup()
+    exported = ok(capsys, "--db", str(source), "export").encode()
+    assert ok(capsys, "--db", str(copy), "import", "-", stdin=exported) == (
+        f"imported 0 memories into {copy}\n"
+    )
+    assert ok(capsys, "--db", str(copy), "count") == "0\n"
+    strands = tmp_path / "none.json"
+    strands.write_text("[]")
+    ok(capsys, "--db", str(tmp_path / "from-strands.db"), "import", str(strands))
+    assert ok(capsys, "--db", str(tmp_path / "from-strands.db"), "--json", "count") == (
+        '{\n  "count": 0\n}\n'
     )
 
 

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import selectors
+import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -458,6 +459,61 @@ def test_http_takes_the_token_from_the_environment(tmp_path: Path) -> None:
                 assert await contents(client, "anything") == []
 
         anyio.run(use, server.url)
+
+
+def ipv6_loopback() -> bool:
+    try:
+        socket.create_server(("::1", 0), family=socket.AF_INET6).close()
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(
+    ("host", "url_host"),
+    [
+        pytest.param("[::1]", "[::1]", marks=pytest.mark.skipif(not ipv6_loopback(), reason="")),
+        pytest.param("::1", "[::1]", marks=pytest.mark.skipif(not ipv6_loopback(), reason="")),
+        ("127.0.0.2", "127.0.0.2"),
+        ("LOCALHOST", "LOCALHOST"),
+    ],
+)
+def test_http_on_any_loopback_spelling_serves_its_url_and_refuses_other_host_names(
+    tmp_path: Path, host: str, url_host: str
+) -> None:
+    for server in start_http(tmp_path / "loop.db", "--host", host, "--token", TOKEN):
+        assert server.url.startswith(f"http://{url_host}:") and server.url.endswith("/mcp")
+
+        async def use(url: str) -> None:
+            async with http_session(url) as client:
+                await call(client, "add_memory", {"entries": ["The user's tea is green."]})
+            # A page in a browser reaching the port under a name of its own (DNS rebinding).
+            port = url.rsplit(":", 1)[1].split("/")[0]
+            headers = {
+                "Authorization": f"Bearer {TOKEN}",
+                "Accept": "application/json, text/event-stream",
+            }
+            async with httpx2.AsyncClient(timeout=TIMEOUT) as http:
+                for name, value in [("Host", f"attacker.example:{port}"), ("Origin", "http://x.y")]:
+                    response = await http.post(
+                        url, json=INITIALIZE, headers={**headers, name: value}
+                    )
+                    assert response.status_code in (421, 403), (name, response.status_code)
+
+        anyio.run(use, server.url)
+    assert anyio.run(stored, tmp_path / "loop.db") == ["The user's tea is green."]
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "page", "version": "0"},
+    },
+}
 
 
 @pytest.mark.parametrize(

@@ -20,9 +20,10 @@ def embedder_named(name: str) -> Embedder:
     """Return a new embedder of the kind ``name`` gives.
 
     Raises:
-        ImportError: the module, or the local model's extra, is not installed.
+        ImportError: the module, or the local model's extra, is not installed (the message
+            names ``--embedder``).
         InvalidArgumentError: ``name`` is neither ``local`` nor ``MODULE:CALLABLE``, the
-            callable is missing, or it does not return an embedder.
+            callable is missing, it fails, or it does not return an embedder.
     """
     if name == LOCAL:
         module_name, attribute = "agentrecall.embeddings", "LocalEmbedder"
@@ -33,7 +34,14 @@ def embedder_named(name: str) -> Embedder:
                 f"--embedder must be '{LOCAL}' or MODULE:CALLABLE such as "
                 f"agentrecall.testing:HashEmbedder, got {name!r}"
             )
-    module = importlib.import_module(module_name)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ImportError(f"--embedder {name}: {error}") from error
+    except Exception as error:  # the user's module failed as it loaded
+        raise InvalidArgumentError(
+            f"--embedder {name}: importing '{module_name}' failed: {type(error).__name__}: {error}"
+        ) from error
     factory = getattr(module, attribute, None)
     if factory is None:
         if name == LOCAL:
@@ -42,7 +50,12 @@ def embedder_named(name: str) -> Embedder:
                 "'agentrecall[embeddings]', or name another with --embedder MODULE:CALLABLE"
             )
         raise InvalidArgumentError(f"--embedder: module '{module_name}' has no '{attribute}'")
-    made = factory()
+    try:
+        made = factory()
+    except Exception as error:  # the user's own code: its failure is theirs to read, not ours
+        raise InvalidArgumentError(
+            f"--embedder {name} failed: {type(error).__name__}: {error}"
+        ) from error
     if not isinstance(made, Embedder):
         raise InvalidArgumentError(
             f"--embedder {name} returned {type(made).__name__}, which is not an embedder "

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import ipaddress
 import logging
 import os
 import sys
@@ -90,9 +89,15 @@ def _serve(args: argparse.Namespace, parser: argparse.ArgumentParser, default: s
     from agentrecall.memory.manager import MemoryManager  # only the server needs it loaded
 
     try:
-        import agentrecall.mcp  # noqa: F401  (the SDK, an optional extra)
+        from agentrecall.mcp import is_loopback  # the SDK, an optional extra
     except ImportError as error:
         return report.fail(str(error), report.FAILED, as_json=getattr(args, "json", False))
+    host = args.host or DEFAULT_HOST
+    if not is_loopback(host) and not args.allow_remote:
+        parser.error(
+            f"argument --host: {host} is not a loopback address; add --allow-remote to serve "
+            "other machines (they need the token too)"
+        )
     token = _token(args) if args.http else None
     args.creates = not args.read_only  # a server that may add creates its store's file
     store = opening.scoped(
@@ -144,12 +149,6 @@ def _check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         for option in HTTP_ONLY:
             if getattr(args, option) not in (None, False):
                 parser.error(f"argument --{option.replace('_', '-')}: only with --http")
-    host = args.host or DEFAULT_HOST
-    if not _is_loopback(host) and not args.allow_remote:
-        parser.error(
-            f"argument --host: {host} is not a loopback address; add --allow-remote to serve "
-            "other machines (they need the token too)"
-        )
 
 
 class _OneLine(logging.Formatter):
@@ -178,16 +177,6 @@ def _log_to_stderr() -> None:
     if os.environ.get(report.DEBUG_ENV, "").strip() in ("", "0"):
         handler.setFormatter(_OneLine())
     logger.addHandler(handler)
-
-
-def _is_loopback(host: str) -> bool:
-    """Whether ``host`` names this machine only: ``localhost`` or a loopback address."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def _announce(url: str) -> None:

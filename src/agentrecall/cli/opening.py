@@ -118,6 +118,21 @@ def shown(store: MemoryStore) -> str:
     return f"the store '{store.name}' (schema {schema}) in {address}"
 
 
+def quoted(store: MemoryStore) -> str:
+    """Return :func:`shown` with a file's path in quotes, for a message around it."""
+    path = getattr(store, "path", None)
+    return f"'{path}'" if path else shown(store)
+
+
+def named(store: MemoryStore) -> str:
+    """Return how an error names ``store``: ``'/data/notes.json' (JsonFileStore)``.
+
+    That is the file the user named (or the database), not the store's internal name, which
+    they did not choose.
+    """
+    return f"{quoted(store)} ({type(store).__name__})"
+
+
 def _json_file(
     path: str, name: str, embedder: Embedder | None, writable: bool
 ) -> JsonFileStore | SQLiteStore:
@@ -163,7 +178,7 @@ def scoped(store: MemoryStore, args: argparse.Namespace) -> MemoryStore:
     if Capability.SCOPE not in getattr(store, "capabilities", frozenset()):
         flag = "--" + next(iter(ids)).replace("_", "-")
         raise InvalidArgumentError(
-            f"{flag}: the store '{store.name}' ({type(store).__name__}) has no scopes; "
+            f"{flag}: {named(store)} has no scopes; "
             "use an SQLite store (--db FILE or --store NAME) or a PostgreSQL one (--dsn URL) "
             "for one user, agent or session"
         )

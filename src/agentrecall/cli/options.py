@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agentrecall.cli import report
+from agentrecall.cli import report, values
 
 DEFAULT_STORE = "memory"
 """The store's name without ``--store``: ``$AGENTRECALL_HOME/memory/memory.db``."""
@@ -98,7 +98,11 @@ def parents() -> Parents:
         flag = "--" + option.replace("_", "-")
         what = option.removesuffix("_id")
         scope.add_argument(
-            flag, default=argparse.SUPPRESS, metavar="ID", help=f"only the memories of this {what}"
+            flag,
+            type=values.scope_id,
+            default=argparse.SUPPRESS,
+            metavar="ID",
+            help=f"only the memories of this {what}",
         )
     return Parents(output=output, store=store)
 

@@ -31,7 +31,7 @@ def register(commands: Any, parents: Parents) -> None:
     get = command(
         commands, "get", parents.store, help="show one memory", example="agentrecall get ID"
     )
-    get.add_argument("id", help="the memory's id")
+    get.add_argument("id", type=values.utf8, help="the memory's id")
     get.set_defaults(command=_get, verb="get", reads_only=True)
     _list_parser(commands, parents)
     history = command(
@@ -41,7 +41,9 @@ def register(commands: Any, parents: Parents) -> None:
         help="show a memory's earlier versions, oldest first, then the current one",
         example="agentrecall history ID",
     )
-    history.add_argument("id", help="the memory's id (a deleted memory's history is kept)")
+    history.add_argument(
+        "id", type=values.utf8, help="the memory's id (a deleted memory's history is kept)"
+    )
     history.set_defaults(
         command=_history, verb="history", reads_only=True, needs=Capability.HISTORY
     )
@@ -60,7 +62,7 @@ def add_bounds(parser: argparse.ArgumentParser) -> None:
     """Add ``--filter``, ``--after`` and ``--before`` to ``parser``."""
     parser.add_argument(
         "--filter",
-        type=values.json_object,
+        type=values.metadata_filter,
         metavar="JSON",
         help='metadata conditions, such as \'{"topic": "travel"}\' (SQLite and PostgreSQL stores)',
     )
@@ -98,7 +100,7 @@ def _search_parser(commands: Any, parents: Parents) -> None:
         example='agentrecall search "which seat does the user like" -n 5\n'
         "agentrecall search seats --mode hybrid --min-score 0.2 --after 2025-01-01",
     )
-    search.add_argument("query")
+    search.add_argument("query", type=values.utf8)
     search.add_argument("-n", type=values.count, default=None, help="at most N hits (default 10)")
     search.add_argument(
         "--mode",
@@ -147,7 +149,8 @@ def _get(memory: SyncStore, args: argparse.Namespace) -> int:
         return not_found([args.id], args)
     data = record_json(record)
     fields = [(key, _shown(value)) for key, value in data.items() if key != "content"]
-    text = "\n".join(tables.block(fields, fit=tables.width())) + "\n\n" + record.content
+    content = report.printable(record.content)
+    text = "\n".join(tables.block(fields, fit=tables.width())) + "\n\n" + content
     emit(args, data, text)
     return report.OK
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import traceback
 from collections.abc import Callable
@@ -121,20 +122,109 @@ def note(message: str) -> None:
     _write_stderr(f"agentrecall: note: {one_line(message)}\n")
 
 
+def reading_stdin() -> None:
+    """Say how to end the input when standard input is a terminal; nothing for a pipe or file.
+
+    On a terminal, reading waits for the person at it, who may have meant to pipe a file in:
+    without a word the command would seem to hang.
+    """
+    if sys.stdin is not None and sys.stdin.isatty():
+        note("reading standard input; end it with Ctrl-D on a line of its own")
+
+
 def emit(text: str) -> None:
-    """Write ``text`` and a newline on stdout, flushed.
+    """Write ``text`` and a newline on stdout, all of it, or raise.
+
+    On POSIX the bytes go to stdout's descriptor through :class:`WholeWriter`. Python's own
+    stdout, unbuffered (``PYTHONUNBUFFERED=1``, as many containers set it), ignores a short
+    write: when a disk fills up or the reader leaves part-way through a long output, the rest
+    was dropped without an error and the command ended "done" with its output cut short.
 
     Raises:
         BrokenPipeError: the reader went away (handled by :func:`run`).
         OutputError: stdout refused the write for another reason.
     """
+    line = text + "\n"
     try:
-        sys.stdout.write(text + "\n")
+        out = standard_output()
+        if out is None:
+            sys.stdout.write(line)
+        else:
+            out.write(line.encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict"))
     except BrokenPipeError:
         raise
     except OSError as error:
         raise OutputError(f"cannot write to standard output: {describe(error)}") from error
     _flush_stdout()
+
+
+class WholeWriter:
+    """Writes to a file descriptor, each ``write`` writing every byte it is given or raising.
+
+    ``os.write`` may write part of the bytes (a pipe whose reader leaves, a disk that fills
+    up); the rest is written again until done, so that the error, if any, is raised rather
+    than lost the way an unbuffered file object loses it after a short write.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def write(self, data: bytes) -> int:
+        """Write all of ``data``; return its length.
+
+        Raises:
+            OSError: the descriptor refused the rest (``BrokenPipeError`` when the reader left).
+        """
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view) :]
+        return len(data)
+
+    def flush(self) -> None:
+        """Nothing to do: no byte is held back."""
+
+
+class _StandardOutput(WholeWriter):
+    """A :class:`WholeWriter` on stdout, whose failures say that stdout failed."""
+
+    def write(self, data: bytes) -> int:
+        """Write all of ``data``; return its length.
+
+        Raises:
+            BrokenPipeError: the reader went away (handled by :func:`run`).
+            OutputError: stdout refused the write for another reason.
+        """
+        try:
+            return super().write(data)
+        except BrokenPipeError:
+            raise
+        except OSError as error:
+            raise OutputError(f"cannot write to standard output: {describe(error)}") from error
+
+
+def standard_output() -> WholeWriter | None:
+    """A :class:`WholeWriter` on stdout's descriptor (flushed first), or ``None``.
+
+    ``None`` without a descriptor (a test's capture) or off POSIX, where the text stream
+    translates line breaks: write to ``sys.stdout`` then.
+
+    Raises:
+        BrokenPipeError: the reader went away while what was written before was flushed.
+        OutputError: the flush failed for another reason.
+    """
+    fd = _descriptor(sys.stdout) if os.name == "posix" else None
+    if fd is None:
+        return None
+    _flush_stdout()
+    return _StandardOutput(fd)
+
+
+def _descriptor(stream: object) -> int | None:
+    try:
+        fd: int = stream.fileno()  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):
+        return None
+    return fd
 
 
 def describe(error: BaseException) -> str:
@@ -157,9 +247,8 @@ def _flush_stdout() -> None:
 
 def _silence_stdout() -> None:
     """Point stdout at the null device, so the flush at interpreter exit cannot fail again."""
-    try:
-        fd = sys.stdout.fileno()
-    except (AttributeError, OSError, ValueError):
+    fd = _descriptor(sys.stdout)
+    if fd is None:
         return  # not a file descriptor (a test's capture): nothing flushes it at exit
     null = os.open(os.devnull, os.O_WRONLY)
     try:
@@ -176,6 +265,32 @@ def _write_stderr(text: str) -> None:
         pass  # nowhere left to say it
 
 
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+"""What a terminal would act on rather than show: control characters other than tab and line
+feed (escape sequences can recolour, retitle or rewrite the screen) and the bidirectional
+overrides that make text read in another order than it is stored."""
+
+_NAMED = {"\r": "\\r"}
+
+
+def printable(text: str) -> str:
+    r"""Return ``text`` with each character a terminal would act on written as an escape.
+
+    ``\r``, ``\x1b``, ``\u202e``: memories are data from models, clients and files, and
+    showing one must never run its escape sequences on the reader's terminal. Tabs and line
+    breaks stay.
+    """
+    return _CONTROLS.sub(_escaped, text)
+
+
 def one_line(text: str) -> str:
-    """Return ``text`` with each line break written as a backslash and a letter."""
-    return text.replace("\r", "\\r").replace("\n", "\\n")
+    """Return :func:`printable` ``text``, each line break written as a backslash and a letter."""
+    return printable(text).replace("\n", "\\n")
+
+
+def _escaped(found: re.Match[str]) -> str:
+    character = found.group()
+    if character in _NAMED:
+        return _NAMED[character]
+    code = ord(character)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"

@@ -57,7 +57,7 @@ def check(store: MemoryStore, args: argparse.Namespace) -> None:
         InvalidArgumentError: naming the first option (or the command) the store cannot serve.
     """
     declared = frozenset(getattr(store, "capabilities", ()))
-    kind = f"the store '{store.name}' ({type(store).__name__})"
+    kind = opening.named(store)
     for option, (capability, what) in OPTION_NEEDS.items():
         if getattr(args, option, None) is not None and capability not in declared:
             flag = "--" + option.replace("_", "-")

@@ -43,10 +43,12 @@ def shorten(text: str, room: int | None) -> str:
 def rows(table: Sequence[Sequence[str]], *, fit: int | None) -> list[str]:
     """Return ``table`` as lines, its columns aligned and its last one cut to ``fit`` characters.
 
-    Empty columns (blank in every row) are left out.
+    Every cell is shown on one line, :func:`~agentrecall.cli.report.one_line`. Empty columns
+    (blank in every row) are left out.
     """
     if not table:
         return []
+    table = [[one_line(cell) for cell in row] for row in table]  # ids and reasons are data too
     count = len(table[0])
     shown = [i for i in range(count) if any(row[i] for row in table)]
     widths = {i: max(len(row[i]) for row in table) for i in shown[:-1]}

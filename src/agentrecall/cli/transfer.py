@@ -26,7 +26,7 @@ import os
 import sys
 import uuid
 from collections.abc import Iterator
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from agentrecall.cli import opening, report
 from agentrecall.cli.options import DEFAULT_STORE, SCOPE_OPTIONS, Parents, command
@@ -91,8 +91,12 @@ def _export(args: argparse.Namespace, default: str) -> int:
     scope = {flag: getattr(args, flag, None) for flag in SCOPE_OPTIONS}
     with terminal_bar() as bar:
         if args.output is None:
-            sys.stdout.flush()
-            asyncio.run(_exported(store, view, sys.stdout.buffer, scope, bar))
+            # Each write whole or an error: an unbuffered stdout drops the rest of a short write.
+            whole = report.standard_output()
+            if whole is None:
+                sys.stdout.flush()
+            stream = sys.stdout.buffer if whole is None else cast(BinaryIO, whole)
+            asyncio.run(_exported(store, view, stream, scope, bar))
             return report.OK
         _check_not_the_store(args.output, store)
         with _replacing(args.output) as out:
@@ -160,6 +164,7 @@ async def _imported(
             # Published whole at the end, so how its batches are cut is not seen.
             options["taper"] = True
             async with staged_sqlite(store.path) as staged:
+                await staged.setup()  # an import of no memories still makes the (empty) store
                 return await import_stream(stream, where, opening.scoped(staged, args), **options)
         return await import_stream(stream, where, opening.scoped(store, args), **options)
     finally:
@@ -214,6 +219,7 @@ def _no_cycle_collector() -> Iterator[None]:
 def _source(name: str) -> Iterator[tuple[BinaryIO, str]]:
     """Open the file to import (``-``: standard input) and say how errors name it."""
     if name == "-":
+        report.reading_stdin()
         yield sys.stdin.buffer, "standard input"
         return
     with open(name, "rb") as stream:

@@ -76,7 +76,7 @@ def _reindex(memory: SyncStore, args: argparse.Namespace) -> int:
     store = memory.store
     if not hasattr(store, "reindex"):
         raise InvalidArgumentError(
-            f"reindex: the store '{store.name}' ({type(store).__name__}) cannot compute vectors "
+            f"reindex: {opening.named(store)} cannot compute vectors "
             "again; use an SQLite store (--store or --db) or a PostgreSQL one (--dsn)"
         )
     if isinstance(store, SQLiteStore) and opening.size_of(store.path) is None:
@@ -166,7 +166,7 @@ def _migrate(args: argparse.Namespace) -> int:
     source, destination = _shown_store(args.source), _shown_store(args.destination)
     data: dict[str, object] = {"source": source, "destination": destination}
     data.update(copied=result.copied, skipped=result.skipped, versions=result.versions)
-    history = f" and {result.versions} versions of history" if result.versions else ""
+    history = f" and {plural(result.versions, 'version')} of history" if result.versions else ""
     text = f"copied {plural(result.copied, 'memory', 'memories')}{history} to {destination}"
     text += f" ({result.skipped} skipped)"
     emit(args, data, text)

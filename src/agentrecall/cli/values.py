@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 from typing import Any
 
+from agentrecall.cli import report
+from agentrecall.retrieval.filters import check_filter
 from agentrecall.types import JsonObject
 
 MAX_COUNT = 2**63 - 1
@@ -25,6 +27,28 @@ STDIN = "-"
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw]?)")
+
+
+def utf8(value: str) -> str:
+    """Any text whose bytes were UTF-8 (a file path is not text: it may hold any bytes).
+
+    Python reads an argument's bytes that are not UTF-8 as lone surrogates, which no store
+    can keep; they are refused here, naming the argument, rather than deep in a store.
+    """
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise argparse.ArgumentTypeError(
+            f"not UTF-8 text (a byte that is not UTF-8 at character {error.start})"
+        ) from error
+    return value
+
+
+def scope_id(value: str) -> str:
+    """A non-empty id of a user, agent or session, in UTF-8."""
+    if not value:
+        raise argparse.ArgumentTypeError("expected an id, got an empty string")
+    return utf8(value)
 
 
 def count(text: str) -> int:
@@ -62,6 +86,7 @@ def score(text: str) -> float:
 
 def json_object(text: str) -> JsonObject:
     """A JSON object, such as ``{"topic": "travel"}``."""
+    utf8(text)
     try:
         value = json.loads(text, parse_constant=_not_json)
     except RecursionError as error:
@@ -74,6 +99,16 @@ def json_object(text: str) -> JsonObject:
         raise argparse.ArgumentTypeError(
             f"expected a JSON object (in braces), got {type(value).__name__} {text!r}"
         )
+    return value
+
+
+def metadata_filter(text: str) -> JsonObject:
+    """A JSON object that is a valid metadata filter, such as ``{"n": {"$gte": 2}}``."""
+    value = json_object(text)
+    try:
+        check_filter(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
     return value
 
 
@@ -141,14 +176,19 @@ def content(text: str | None, file: str | None, what: str = "content") -> str | 
 
     Raises:
         ValueError: both were given, or the input is not UTF-8.
-        OSError: the file cannot be read (the message names it).
+        OSError: the file cannot be read (the message names it and ``--file``).
     """
     if text is not None and file is not None:
         raise ValueError(f"give the {what} as an argument or with --file, not both")
     if file is not None:
-        with open(file, "rb") as source:
-            return _decoded(source.read(), f"--file '{file}'")
+        try:
+            with open(file, "rb") as source:
+                data = source.read()
+        except OSError as error:
+            raise OSError(error.errno, f"--file '{file}': {error.strerror}") from error
+        return _decoded(data, f"--file '{file}'")
     if text == STDIN:
+        report.reading_stdin()
         return _decoded(sys.stdin.buffer.read(), "standard input")
     return text
 

@@ -10,8 +10,8 @@ import argparse
 import sys
 from typing import Any
 
-from agentrecall.cli import report, values
-from agentrecall.cli.options import Parents, command, emit, plural, wants_json
+from agentrecall.cli import opening, report, values
+from agentrecall.cli.options import Parents, command, emit, plural, scope_of, wants_json
 from agentrecall.cli.reading import not_found, record_json
 from agentrecall.stores.base import Capability
 from agentrecall.sync import SyncStore
@@ -31,7 +31,7 @@ def register(commands: Any, parents: Parents) -> None:
         "agentrecall add --file notes.txt --ttl 30d --user-id alice\n"
         "echo 'Standup is at 9:30' | agentrecall add -",
     )
-    add.add_argument("text", nargs="?", help=f"what to remember: {CONTENT_HELP}")
+    add.add_argument("text", nargs="?", type=values.utf8, help=f"what to remember: {CONTENT_HELP}")
     _content_options(add)
     add.add_argument(
         "--ttl",
@@ -50,8 +50,10 @@ def register(commands: Any, parents: Parents) -> None:
         example='agentrecall update ID "The user prefers window seats" --reason "asked again"\n'
         "agentrecall update ID --meta priority=1",
     )
-    update.add_argument("id", help="the memory's id")
-    update.add_argument("text", nargs="?", help=f"the new content: {CONTENT_HELP}")
+    update.add_argument("id", type=values.utf8, help="the memory's id")
+    update.add_argument(
+        "text", nargs="?", type=values.utf8, help=f"the new content: {CONTENT_HELP}"
+    )
     _content_options(update, replaces=True)
     _reason_option(update, "update")
     update.set_defaults(command=_update, verb="update", needs=Capability.UPDATE)
@@ -64,7 +66,7 @@ def register(commands: Any, parents: Parents) -> None:
         epilog="Deletes the memories it finds; exit status 1 when an id was not found.",
         example="agentrecall delete ID\nagentrecall delete ID1 ID2 ID3 --reason outdated",
     )
-    delete.add_argument("ids", nargs="+", metavar="ID", help="the memories' ids")
+    delete.add_argument("ids", nargs="+", type=values.utf8, metavar="ID", help="the memories' ids")
     _reason_option(delete, "deletion")
     delete.set_defaults(command=_delete, verb="delete")
 
@@ -88,6 +90,7 @@ def _content_options(parser: argparse.ArgumentParser, *, replaces: bool = False)
     )
     parser.add_argument(
         "--meta",
+        type=values.utf8,
         action="append",
         default=[],
         metavar="KEY=VALUE",
@@ -97,7 +100,9 @@ def _content_options(parser: argparse.ArgumentParser, *, replaces: bool = False)
 
 def _reason_option(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument(
-        "--reason", help=f"why, kept with the {what} in the history (SQLite and PostgreSQL stores)"
+        "--reason",
+        type=values.utf8,
+        help=f"why, kept with the {what} in the history (SQLite and PostgreSQL stores)",
     )
 
 
@@ -146,7 +151,8 @@ def _clear(memory: SyncStore, args: argparse.Namespace) -> int:
     if total == 0:
         emit(args, {"cleared": 0}, "nothing to clear: no memories")
         return report.OK
-    what = f"{plural(total, 'memory', 'memories')} of '{memory.store.name}'"
+    where = opening.quoted(memory.store)
+    what = f"{plural(total, 'memory', 'memories')}{_of_scope(args)} in {where}"
     if not args.yes:
         if not sys.stdin.isatty():
             message = f"clear would forget {what}: add --yes to confirm (stdin is no terminal)"
@@ -156,6 +162,12 @@ def _clear(memory: SyncStore, args: argparse.Namespace) -> int:
     cleared = memory.clear()
     emit(args, {"cleared": cleared}, f"cleared {plural(cleared, 'memory', 'memories')}")
     return report.OK
+
+
+def _of_scope(args: argparse.Namespace) -> str:
+    """`` of user_id=alice``: the scope ``clear`` is narrowed to, or ``""``."""
+    ids = ", ".join(f"{name}={value}" for name, value in scope_of(args).items())
+    return f" of {ids}" if ids else ""
 
 
 def usage(args: argparse.Namespace) -> argparse.ArgumentParser:

@@ -15,7 +15,7 @@ from __future__ import annotations
 try:
     from agentrecall.mcp.auth import check_token, new_token, require_bearer
     from agentrecall.mcp.server import memory_server
-    from agentrecall.mcp.transports import serve_http, serve_stdio
+    from agentrecall.mcp.transports import is_loopback, serve_http, serve_stdio
 except ImportError as error:
     raise ImportError(
         f"the MCP server needs the mcp package ({error}): pip install 'agentrecall[mcp]'"
@@ -23,6 +23,7 @@ except ImportError as error:
 
 __all__ = [
     "check_token",
+    "is_loopback",
     "memory_server",
     "new_token",
     "require_bearer",
