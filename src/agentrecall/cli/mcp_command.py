@@ -104,7 +104,11 @@ def _serve(args: argparse.Namespace, parser: argparse.ArgumentParser, default: s
         opening.open_store(args, default=default, writable=not args.read_only), args
     )
     manager = MemoryManager(
-        [store], add_tool=store.writable, forget_tool=args.allow_forget, injection=False
+        [store],
+        add_tool=store.writable,
+        forget_tool=args.allow_forget,
+        injection=False,
+        report_failed_searches=True,  # a client must tell a failed search from no results
     )
     asyncio.run(_run(manager, store, args, token))
     return report.OK

@@ -65,8 +65,10 @@ class MemoryManager:
       concatenate the hits in store order, each stamped with its store's name (the entry's
       ``id`` is kept); there is no cross-store re-ranking or dedup.
     * A store that fails a search is skipped with a warning; the other stores' hits still come
-      back. A failed write raises :class:`~agentrecall.errors.AggregateMemoryError` after every
-      other write has finished; successful writes are not rolled back.
+      back (with ``report_failed_searches``, :meth:`search` and the ``search_memory`` tool
+      raise instead, naming each failed store and its error). A failed write raises
+      :class:`~agentrecall.errors.AggregateMemoryError` after every other write has finished;
+      successful writes are not rolled back.
     * :meth:`inject` never raises and never mutates its input.
     * :meth:`record` and :meth:`end_turn` return at once; extraction runs in the background,
       never raises into the agent loop, and :meth:`flush` waits for it.
@@ -90,6 +92,7 @@ class MemoryManager:
         forget_tool: bool | ToolConfig = False,
         injection: bool | InjectionConfig = True,
         model: ChatModel | None = None,
+        report_failed_searches: bool = False,
     ) -> None:
         """Check the stores and the options, and build the tools; no I/O happens here.
 
@@ -108,12 +111,18 @@ class MemoryManager:
                 fields).
             model: the model a store's default :class:`~agentrecall.extraction.ModelExtractor`
                 uses when it has none of its own.
+            report_failed_searches: a store that fails a search (or refuses its arguments,
+                such as a ``max_search_results`` below 1) makes :meth:`search` raise, and so the
+                ``search_memory`` tool return an error, rather than being skipped with a
+                warning as the reference does. For a server whose client must tell "nothing
+                found" from "the search failed". :meth:`inject` still skips such stores.
 
         Raises:
             InvalidArgumentError: the stores or options cannot work together (also a
                 ``ValueError``); the message says which store or option and why.
         """
         self._stores = StoreSet(stores)
+        self._report_failed_searches = bool(report_failed_searches)
         _check_extraction_models(self._stores.extraction, model)
         self._injection = resolve_injection(injection)
         self._tools = self._build_tools(search_tool, add_tool, forget_tool)
@@ -194,6 +203,7 @@ class MemoryManager:
         *,
         stores: Sequence[str] | None = None,
         max_search_results: int | None = None,
+        skip_failed: bool | None = None,
     ) -> list[MemoryEntry]:
         """Search the stores and return their hits, store by store.
 
@@ -203,13 +213,20 @@ class MemoryManager:
                 ignored); ``None`` searches all, ``[]`` none.
             max_search_results: hits per store (not in total). ``None`` uses each store's
                 ``max_search_results``, else 3. Passed to the stores unchecked.
+            skip_failed: skip a store that fails, with a warning (``True``), or raise
+                (``False``); ``None`` takes the manager's ``report_failed_searches``.
 
         Raises:
             InvalidArgumentError: a named store does not exist; nothing was searched.
+            AggregateMemoryError: without ``skip_failed``, some stores failed: the message
+                names each with its error, and ``errors`` holds the exceptions.
         """
         targets = self._stores.targets(stores, "search")
         await self.initialize()
         outcomes = await settle([_search_one(s, query, max_search_results) for s in targets])
+        skip = not self._report_failed_searches if skip_failed is None else skip_failed
+        if not skip:
+            _raise_failures("store searches failed", targets, outcomes, causes=True)
         hits: list[MemoryEntry] = []
         for store, outcome in zip(targets, outcomes, strict=True):
             if isinstance(outcome, Exception):
@@ -335,7 +352,7 @@ class MemoryManager:
         return await inject_memories(messages, self._injection, self._injection_search)
 
     async def _injection_search(self, query: str, limit: int) -> list[MemoryEntry]:
-        return await self.search(query, max_search_results=limit)
+        return await self.search(query, max_search_results=limit, skip_failed=True)
 
     def record(self, messages: Sequence[Message]) -> None:
         """Hand messages just added to the conversation to extraction (no-op without it).
@@ -393,16 +410,22 @@ async def _search_one(store: MemoryStore, query: str, requested: int | None) -> 
     ]
 
 
-def _raise_failures(what: str, targets: Sequence[MemoryStore], outcomes: Sequence[Any]) -> None:
+def _raise_failures(
+    what: str, targets: Sequence[MemoryStore], outcomes: Sequence[Any], *, causes: bool = False
+) -> None:
+    """Raise ``AggregateMemoryError`` naming the stores whose outcome is an exception.
+
+    With ``causes``, each name is followed by its error's message.
+    """
     failed = [
         (store.name, error)
         for store, error in zip(targets, outcomes, strict=True)
         if isinstance(error, Exception)
     ]
     if failed:
+        named = (f"{name} ({error})" if causes else name for name, error in failed)
         raise AggregateMemoryError(
-            f"MemoryManager: {what}: " + ", ".join(name for name, _ in failed),
-            [error for _, error in failed],
+            f"MemoryManager: {what}: " + ", ".join(named), [error for _, error in failed]
         )
 
 
