@@ -49,6 +49,34 @@ def test_bad_arguments_are_refused_at_construction() -> None:
         PostgresStore("")
 
 
+@pytest.mark.parametrize(
+    "schema",
+    ["x" * 63 + "a", "é" * 32, "a$$b", "$tag$", "pg_memory", "nul\0schema"],
+)
+def test_schemas_postgresql_would_cut_or_misread_are_refused(schema: str) -> None:
+    """Longer than 63 bytes the server cuts the name (two schemas would share tables); a '$'
+    ends the dollar quotes of the migrations' functions; 'pg_' is the server's own."""
+    with pytest.raises(InvalidArgumentError, match=r"schema must be .*63 bytes"):
+        PostgresStore("postgresql://u@127.0.0.1/db", schema=schema)
+
+
+@pytest.mark.parametrize("size", [0, -1, None, 1.5, True, "3"])
+def test_a_pool_size_below_one_or_not_an_integer_is_refused_as_such(size: object) -> None:
+    with pytest.raises(InvalidArgumentError, match=r"pool_size must be an integer of at least 1"):
+        PostgresStore("postgresql://u@127.0.0.1/db", pool_size=size)  # type: ignore[arg-type]
+
+
+@pytest.mark.asyncio
+async def test_schemas_of_63_bytes_and_quoted_names_stay_apart(postgres_dsn: str) -> None:
+    schemas = ["x" * 62 + "A", "x" * 62 + "B", "é" * 31 + "a", 'Quoted "Name"', "public"]
+    stores = [PostgresStore(postgres_dsn, schema=schema) for schema in schemas]
+    for number, store in enumerate(stores):
+        await store.add_many([(f"Note {n} of schema {number}", None) for n in range(number + 1)])
+    assert [await store.count() for store in stores] == [1, 2, 3, 4, 5]
+    for store in stores:
+        await store.aclose()
+
+
 @pytest.mark.asyncio
 async def test_setup_is_idempotent_and_concurrent_setups_never_collide(postgres_dsn: str) -> None:
     stores = [PostgresStore(postgres_dsn, name=f"n{i % 3}") for i in range(12)]

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from psycopg import sql
 
-from agentrecall._internal.checks import check_ids, check_items, check_limit
+from agentrecall._internal.checks import check_ids, check_items
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall._internal.postgres import (
     AsyncPostgresPool,
@@ -20,7 +20,6 @@ from agentrecall._internal.postgres import (
     ServerAddress,
     parse_dsn,
 )
-from agentrecall._internal.text import check_text
 from agentrecall._internal.together import both
 from agentrecall.embeddings.adapters import store_embedder
 from agentrecall.embeddings.base import Embedder
@@ -34,7 +33,7 @@ from agentrecall.stores.postgres import export, imports, reads, reindex, search,
 from agentrecall.stores.postgres.neighbours import with_neighbours
 from agentrecall.stores.postgres.replica import Replica
 from agentrecall.stores.postgres.schema import lock_schema, migrate
-from agentrecall.stores.postgres.tables import Connection, Tables
+from agentrecall.stores.postgres.tables import Connection, Tables, check_schema
 from agentrecall.stores.postgres.vectors import Vectors
 from agentrecall.stores.records import hits
 from agentrecall.stores.scopes import Scope
@@ -184,13 +183,11 @@ class PostgresStore(front.StoreFront):
         """
         self._configure(name, description, max_search_results, writable, extraction, ttl)
         self._address = parse_dsn(dsn)
-        if not isinstance(schema, str) or not schema.strip():
-            raise InvalidArgumentError(f"schema must be a non-blank string, got {schema!r}")
-        check_text(schema, "schema")
-        check_limit(pool_size, "pool_size")
-        if pool_size is None:
-            raise InvalidArgumentError("pool_size must be an integer of at least 1, got None")
-        self._schema = schema
+        self._schema = check_schema(schema)
+        if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
+            raise InvalidArgumentError(
+                f"pool_size must be an integer of at least 1, got {pool_size!r}"
+            )
         options = ConnectionOptions(connect_timeout=connect_timeout)
         pool = AsyncPostgresPool(
             dsn, what=f"memory store '{name}'", min_size=1, max_size=pool_size, options=options
