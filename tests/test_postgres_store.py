@@ -241,6 +241,28 @@ async def test_without_pgvector_keyword_works_and_semantic_names_the_extension(
 
 
 @pytest.mark.asyncio
+async def test_stores_of_several_schemas_create_pgvector_at_once(postgres_dsn: str) -> None:
+    """Each round starts without the extension; every setup finds it missing, and all race."""
+    for round in range(3):
+        with psycopg.connect(postgres_dsn, autocommit=True) as connection:
+            connection.execute("DROP EXTENSION IF EXISTS vector CASCADE")
+        stores = [
+            PostgresStore(postgres_dsn, schema=f"s{round}_{n}", embedder=HashEmbedder(8))
+            for n in range(6)
+        ]
+        try:
+            await asyncio.gather(*(store.setup() for store in stores))
+            for store in stores:
+                memory = await store.add("A note stored by meaning")
+                assert [hit.id for hit in await store.search("note", {"mode": "semantic"})] == [
+                    memory.id
+                ]
+        finally:
+            for store in stores:
+                await store.aclose()
+
+
+@pytest.mark.asyncio
 async def test_search_modes_check_their_options_clearly(postgres_dsn: str) -> None:
     with pytest.raises(InvalidArgumentError, match="neighbours must be True or False"):
         PostgresStore(postgres_dsn, neighbours="yes")  # type: ignore[arg-type]

@@ -183,7 +183,20 @@ async def index_if_empty(connection: Connection, tables: Tables, dimension: int)
 
 
 async def _create_extension(connection: Connection) -> bool:
-    """Create pgvector unless it is there; return whether it is (a role may not create it)."""
+    """Create pgvector unless it is there; return whether it is (a role may not create it).
+
+    Runs in the caller's transaction, under an advisory lock of the database held until it
+    ends: ``IF NOT EXISTS`` does not keep two transactions that both found the extension
+    missing (stores of two schemas set up at once) from both creating it, and the second
+    would fail on the unique key of ``pg_extension``; under the lock it waits for the first,
+    then finds the extension.
+    """
+    if await _has_extension(connection):
+        return True
+    # Schema names hold no '$' (check_schema), so no schema's lock has this key.
+    await connection.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended('agentrecall$vector', 0))"
+    )
     if await _has_extension(connection):
         return True
     try:
