@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall.stores import imports as checks
-from agentrecall.stores.postgres.rows import check_storable, new_row_terms
+from agentrecall.stores.postgres.rows import check_storable, jsonb_text, new_row_terms
 from agentrecall.stores.postgres.tables import Connection, Tables
 from agentrecall.stores.postgres.termcounts import TermCounts, Terms, tally
 from agentrecall.stores.postgres.writes import (
@@ -110,6 +110,8 @@ async def import_versions(
         check_storable(version.content, f"content{where}")
         check_storable(version.metadata, f"metadata{where}")
         check_storable(version.reason, f"reason{where}")
+        if version.metadata is not None:
+            rows[index] = (*rows[index][:2], jsonb_text(version.metadata), *rows[index][3:])
     keyed: list[checks.VersionRow] = []
     for target, start, stop in runs:
         number = await scope_number(connection, tables, target)

@@ -7,6 +7,9 @@ characters and pairs), so the GIN index finds exactly the memories the rerank sc
 
 from __future__ import annotations
 
+from decimal import Decimal
+from typing import Any
+
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.retrieval.keywords import distinct_terms
 from agentrecall.stores.contentkeys import content_hash
@@ -71,7 +74,7 @@ def new_row_terms(
     if metadata is not None:
         check_storable(metadata, f"metadata{where}")
     found, length = lexemes(content)
-    encoded = None if metadata is None else encode(metadata)
+    encoded = None if metadata is None else jsonb_text(metadata)
     return (content, content_hash(content), encoded, as_tsvector(found), length), found
 
 
@@ -89,3 +92,39 @@ def check_storable(value: object, argument: str) -> None:
     elif isinstance(value, list):
         for item in value:
             check_storable(item, argument)
+
+
+def jsonb_text(metadata: JsonObject) -> str:
+    """Return checked ``metadata`` (no U+0000) as JSON text that ``jsonb`` reads back unchanged.
+
+    ``jsonb`` keeps a number as a decimal and writes it without an exponent, so a float that
+    Python writes with one (from 1e16 up: ``1e+16``) came back as an integer, and for large
+    ones an integer of another value (``1.7976931348623157e+308`` became 17976931348623157
+    followed by zeros). Such floats are written positionally with a ``.0``, a decimal with a
+    fraction, which reads back as the same float. Other floats already have a point or an
+    exponent below zero. What ``jsonb`` still changes: the order of keys, and ``-0.0``.
+    """
+    text = encode(metadata)
+    if "e+" not in text:  # no float from 1e16 up (a string may hold "e+" too)
+        return text
+    positional: list[str] = []
+    text = encode(_marked(metadata, positional))
+    for number, digits in enumerate(positional):
+        # A marker is U+0000 and its number, as JSON writes it: no checked string holds one.
+        text = text.replace(f'"\\u0000{number}"', digits, 1)
+    return text
+
+
+def _marked(value: Any, positional: list[str]) -> Any:
+    """Return ``value`` with a marker string for each float written with a positive exponent.
+
+    The float's positional digits are appended to ``positional``; the marker holds its index.
+    """
+    if isinstance(value, float) and "e+" in repr(value):
+        positional.append(f"{Decimal(repr(value)):f}.0")
+        return f"\0{len(positional) - 1}"
+    if isinstance(value, dict):
+        return {key: _marked(item, positional) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_marked(item, positional) for item in value]
+    return value
