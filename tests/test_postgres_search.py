@@ -108,7 +108,7 @@ async def test_upgrading_a_store_counts_the_terms_of_its_memories(postgres_dsn: 
             "DELETE FROM agentrecall.migrations WHERE version > 2"
         )
     async with await psycopg.AsyncConnection.connect(postgres_dsn) as connection:
-        assert await apply_migrations(connection, "agentrecall") == len(MIGRATIONS) - 2
+        assert await apply_migrations(connection, "agentrecall", "test") == len(MIGRATIONS) - 2
     assert_counts_exact(postgres_dsn)
     upgraded = PostgresStore(postgres_dsn)
     await upgraded.add("a new memory about topic 3")
@@ -216,7 +216,7 @@ async def test_upgrading_from_trigger_counted_terms_keeps_the_counts_exact(
         )
         await connection.commit()
         assert_counts_exact(postgres_dsn)
-        assert await apply_migrations(connection, "agentrecall") == len(MIGRATIONS) - 3
+        assert await apply_migrations(connection, "agentrecall", "test") == len(MIGRATIONS) - 3
     store = PostgresStore(postgres_dsn)
     await store.add_many([(f"new topic {n % 1_100}", None) for n in range(1_500)])
     await store.add("one more topic")

@@ -172,6 +172,51 @@ async def test_a_read_only_store_never_writes(postgres_dsn: str) -> None:
 
 
 @pytest.mark.asyncio
+async def test_a_schema_of_a_newer_agentrecall_is_refused_and_left_alone(postgres_dsn: str) -> None:
+    store = PostgresStore(postgres_dsn)
+    await store.add("Written by this release")
+    await store.aclose()
+    newer = len(MIGRATIONS) + 1
+    with psycopg.connect(postgres_dsn, autocommit=True) as connection:
+        connection.execute("INSERT INTO agentrecall.migrations (version) VALUES (%s)", [newer])
+    for writable in (True, False):
+        old = PostgresStore(postgres_dsn, writable=writable)
+        with pytest.raises(StorageError, match=rf"version {newer}, newer .*upgrade agentrecall"):
+            await (old.add("Written by an older release") if writable else old.count())
+        await old.aclose()
+    assert _rows(postgres_dsn, "SELECT content FROM agentrecall.memories") == [
+        ("Written by this release",)
+    ]
+
+
+@pytest.mark.asyncio
+async def test_a_read_only_store_over_an_older_schema_says_how_to_upgrade(
+    postgres_dsn: str,
+) -> None:
+    """Tables of version 2, as an older release left them: they lack the term counts."""
+    with psycopg.connect(postgres_dsn, autocommit=True) as connection:
+        with connection.transaction():
+            connection.execute("CREATE SCHEMA agentrecall")
+            connection.execute(
+                "CREATE TABLE agentrecall.migrations (version integer PRIMARY KEY, "
+                "applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            for number, migration in enumerate(MIGRATIONS[:2], 1):
+                connection.execute(migration.replace("{schema}", '"agentrecall"').encode())
+                connection.execute("INSERT INTO agentrecall.migrations VALUES (%s)", [number])
+    reader = PostgresStore(postgres_dsn, writable=False)
+    with pytest.raises(StorageError, match=r"version 2, older .* read-only; open it once"):
+        await reader.search("anything")
+    await reader.aclose()
+    writer = PostgresStore(postgres_dsn)
+    await writer.add("Written after the upgrade")
+    await writer.aclose()
+    reader = PostgresStore(postgres_dsn, writable=False)
+    assert [hit.content for hit in await reader.search("upgrade")] == ["Written after the upgrade"]
+    await reader.aclose()
+
+
+@pytest.mark.asyncio
 async def test_text_postgresql_cannot_hold_is_refused_clearly(postgres_dsn: str) -> None:
     store = PostgresStore(postgres_dsn)
     with pytest.raises(InvalidArgumentError, match="content.*U\\+0000"):

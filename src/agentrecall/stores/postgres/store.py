@@ -32,7 +32,12 @@ from agentrecall.stores.modes import SearchSettings
 from agentrecall.stores.postgres import export, imports, reads, reindex, search, vectors, writes
 from agentrecall.stores.postgres.neighbours import with_neighbours
 from agentrecall.stores.postgres.replica import Replica
-from agentrecall.stores.postgres.schema import lock_schema, migrate
+from agentrecall.stores.postgres.schema import (
+    check_version,
+    lock_schema,
+    migrate,
+    stored_version,
+)
 from agentrecall.stores.postgres.tables import Connection, Tables, check_schema
 from agentrecall.stores.postgres.vectors import Vectors
 from agentrecall.stores.records import hits
@@ -563,10 +568,14 @@ class PostgresStore(front.StoreFront):
 
     async def _register(self, connection: Connection) -> int | None:
         """Migrate and add the store's row (writable), or look the row up (read-only)."""
+        what = f"memory store '{self._root_name}' ({self._address})"
         if self.writable:
-            await migrate(connection, self._schema)
-        elif not await _exists(connection, self._schema):
-            return None
+            await migrate(connection, self._schema, what)
+        else:
+            version = await stored_version(connection, self._schema)
+            if version is None:
+                return None
+            check_version(version, self._schema, what, writable=False)
         schema = sql.Identifier(self._schema)
         async with connection.transaction():
             if self.writable:
@@ -740,11 +749,3 @@ async def _retried(attempt: Callable[[], Awaitable[T]]) -> T:
             if state not in _RETRYABLE or number == RETRIES - 1:
                 raise
     raise AssertionError("unreachable: the last attempt returns or raises")
-
-
-async def _exists(connection: Connection, schema: str) -> bool:
-    """Return whether ``schema`` holds the store tables (a read-only store never creates them)."""
-    name = f"{sql.Identifier(schema).as_string(None)}.stores"
-    cursor = await connection.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
-    row = await cursor.fetchone()
-    return bool(row and row[0])
