@@ -19,6 +19,7 @@ from agentrecall.stores.postgres import writes
 from agentrecall.stores.postgres.schema import MIGRATIONS
 from agentrecall.testing import HashEmbedder
 from agentrecall.testing.postgres import TemporaryPostgres
+from agentrecall.types import MemoryRecord, MemoryVersion
 
 
 def _rows(dsn: str, query: str) -> list[tuple[object, ...]]:
@@ -224,6 +225,41 @@ async def test_text_postgresql_cannot_hold_is_refused_clearly(postgres_dsn: str)
     with pytest.raises(InvalidArgumentError, match="metadata.*U\\+0000"):
         await store.add("fine", {"k\0": 1})
     assert await store.count() == 0
+    await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_scope_ids_reasons_and_imported_ids_with_nul_are_refused_as_arguments(
+    postgres_dsn: str,
+) -> None:
+    """Text PostgreSQL cannot store is bad input, named; an id holding it names no memory."""
+    store = PostgresStore(postgres_dsn)
+    memory = await store.add("A plain memory")
+    for argument in ("user_id", "agent_id", "session_id"):
+        with pytest.raises(InvalidArgumentError, match=f"{argument}.*U\\+0000"):
+            store.scope(**{argument: "nul \0 inside"})
+    for call in (
+        store.update(memory.id, content="new words", reason="why \0"),
+        store.delete(memory.id, reason="why \0"),
+    ):
+        with pytest.raises(InvalidArgumentError, match="reason.*U\\+0000"):
+            await call
+    created = "2026-01-01T00:00:00.000Z"
+    for record, argument in (
+        (MemoryRecord(id="id \0", content="Copied", created_at=created), "id"),
+        (MemoryRecord(id="x", content="Copied", created_at=created, agent_id="\0"), "agent_id"),
+    ):
+        with pytest.raises(InvalidArgumentError, match=f"{argument} \\(record 0\\).*U\\+0000"):
+            await store.import_records([record])
+    version = MemoryVersion("Old", None, created, "update", None, memory_id="id \0")
+    with pytest.raises(InvalidArgumentError, match="memory_id \\(version 0\\).*U\\+0000"):
+        await store.import_versions([version])
+    missing = "no \0 such id"
+    assert await store.get(missing) is None and await store.history(missing) == []
+    assert await store.delete(missing) is False and await store.update(missing) is None
+    assert await store.existing_ids([missing, memory.id]) == {memory.id}
+    assert [record.content for record in await store.list()] == ["A plain memory"]
+    assert await store.history(memory.id) == []
     await store.aclose()
 
 

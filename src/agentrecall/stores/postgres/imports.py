@@ -12,7 +12,12 @@ from dataclasses import dataclass
 
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall.stores import imports as checks
-from agentrecall.stores.postgres.rows import check_storable, jsonb_text, new_row_terms
+from agentrecall.stores.postgres.rows import (
+    check_storable,
+    check_storable_ids,
+    jsonb_text,
+    new_row_terms,
+)
 from agentrecall.stores.postgres.tables import Connection, Tables
 from agentrecall.stores.postgres.termcounts import TermCounts, Terms, tally
 from agentrecall.stores.postgres.writes import (
@@ -48,6 +53,7 @@ class ImportRows:
         for index in range(start, stop):
             item = self.records[index]
             checks.check_import_record(index, item)
+            check_storable_ids(item, "id", f" (record {index})")
             computed, found = new_row_terms(item.content, item.metadata, f" (record {index})")
             if item.expires_at is not None and item.expires_at <= self.now:
                 continue
@@ -110,6 +116,7 @@ async def import_versions(
         check_storable(version.content, f"content{where}")
         check_storable(version.metadata, f"metadata{where}")
         check_storable(version.reason, f"reason{where}")
+        check_storable_ids(version, "memory_id", where)
         if version.metadata is not None:
             rows[index] = (*rows[index][:2], jsonb_text(version.metadata), *rows[index][3:])
     keyed: list[checks.VersionRow] = []

@@ -78,6 +78,18 @@ def new_row_terms(
     return (content, content_hash(content), encoded, as_tsvector(found), length), found
 
 
+SCOPE_FIELDS = ("user_id", "agent_id", "session_id")
+"""The scope ids of a record or a version."""
+
+
+def check_storable_ids(item: object, id_field: str, where: str) -> None:
+    """Refuse an imported record's or version's id, or scope id, holding U+0000."""
+    for field in (id_field, *SCOPE_FIELDS):
+        value = getattr(item, field, None)
+        if isinstance(value, str) and "\0" in value:
+            check_storable(value, f"{field}{where}")
+
+
 def check_storable(value: object, argument: str) -> None:
     """Refuse text, or JSON holding text, with U+0000, which PostgreSQL cannot store."""
     if isinstance(value, str):

@@ -32,6 +32,7 @@ from agentrecall.stores.modes import SearchSettings
 from agentrecall.stores.postgres import export, imports, reads, reindex, search, vectors, writes
 from agentrecall.stores.postgres.neighbours import with_neighbours
 from agentrecall.stores.postgres.replica import Replica
+from agentrecall.stores.postgres.rows import check_storable
 from agentrecall.stores.postgres.schema import (
     check_version,
     lock_schema,
@@ -122,7 +123,8 @@ class PostgresStore(front.StoreFront):
       database, after at most ``connect_timeout`` seconds; the pool checks a connection
       before lending it, so once the server is back the next call succeeds.
 
-    Limits: content and metadata cannot hold U+0000 (PostgreSQL text cannot); an integer in
+    Limits: content, metadata, scope ids, reasons and imported ids cannot hold U+0000
+    (PostgreSQL text cannot; refused as bad arguments); an integer in
     metadata beyond 64 bits compares exactly in filters (SQLite compares it as a float). See
     ``docs/postgres.md``.
     """
@@ -249,6 +251,25 @@ class PostgresStore(front.StoreFront):
         self._check_writable()
         await self._ready()
 
+    def scope(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        name: str | None = None,
+    ) -> PostgresStore:
+        """Return a view of one user, agent or session, as :meth:`StoreFront.scope` does.
+
+        Raises:
+            InvalidArgumentError: an id is not a non-blank string, or holds U+0000, which
+                PostgreSQL text cannot store.
+        """
+        view = super().scope(user_id=user_id, agent_id=agent_id, session_id=session_id, name=name)
+        for argument, value in view._scope.columns().items():
+            check_storable(value, argument)
+        return view
+
     def on_primary(self) -> PostgresStore:
         """Return a view of this store whose reads all go to the primary, never the replica.
 
@@ -303,7 +324,7 @@ class PostgresStore(front.StoreFront):
         Raises:
             InvalidArgumentError: ``memory_ids`` is a single string, or an id is not a string.
         """
-        ids = list(dict.fromkeys(check_ids(memory_ids)))
+        ids = [i for i in dict.fromkeys(check_ids(memory_ids)) if not _unstorable(i)]
         if not ids:
             return set()
         # On the primary: an import must not take an id the replica has not seen yet.
@@ -503,6 +524,9 @@ class PostgresStore(front.StoreFront):
         return await self._read(read, [])
 
     async def _get(self, memory_id: str, conditions: front.Conditions) -> MemoryRecord | None:
+        if _unstorable(memory_id):
+            return None
+
         async def read(connection: Connection, tables: Tables) -> MemoryRecord | None:
             where, params = tables.where(conditions, utc_timestamp())
             return await reads.get(connection, tables, memory_id, where, params)
@@ -510,6 +534,9 @@ class PostgresStore(front.StoreFront):
         return await self._read(read, None)
 
     async def _update(self, memory_id: str, change: front.Change) -> MemoryRecord | None:
+        check_storable(change.reason, "reason")
+        if _unstorable(memory_id):
+            return None
         found = None if change.content is None else await self._prepare([change.content])
         write = writes.update
         return await self._write(
@@ -517,6 +544,11 @@ class PostgresStore(front.StoreFront):
         )
 
     async def _remove(self, ids: front.Ids | None, reason: str | None) -> int:
+        check_storable(reason, "reason")
+        if ids is not None:
+            ids = [memory_id for memory_id in ids if not _unstorable(memory_id)]
+            if not ids:
+                return 0
         return await self._write(writes.remove, self._scope, ids, reason)
 
     async def _page(
@@ -536,6 +568,8 @@ class PostgresStore(front.StoreFront):
         return await self._read(read, 0)
 
     async def _history(self, memory_id: str) -> front.Versions:
+        if _unstorable(memory_id):
+            return []
         read = functools.partial(reads.history, scope=self._scope, memory_id=memory_id)
         return await self._read(read, [])
 
@@ -728,6 +762,11 @@ class PostgresStore(front.StoreFront):
                     return [await work(connection, tables)]
 
         return await _retried(attempt)
+
+
+def _unstorable(memory_id: str) -> bool:
+    """Whether ``memory_id`` holds U+0000: PostgreSQL text cannot, so no memory has that id."""
+    return "\0" in memory_id
 
 
 async def _none() -> list[Hit]:
