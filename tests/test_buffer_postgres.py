@@ -203,6 +203,28 @@ def test_a_message_the_database_cannot_hold_names_the_table_and_stores_nothing(
     asyncio.run(scenario())
 
 
+def test_a_session_id_or_agent_name_with_nul_is_refused_and_names_no_session(
+    postgres_dsn: str,
+) -> None:
+    """PostgreSQL text cannot hold U+0000: bad input for a write, no session for a read."""
+
+    async def scenario() -> None:
+        async with BufferMemory(dsn=postgres_dsn) as buffer:
+            turn = [{"role": "user", "content": "Hello \0 there"}]
+            for session, agent in (("nul \0 inside", None), ("s", "agent \0")):
+                argument = "session_id" if agent is None else "agent_name"
+                with pytest.raises(InvalidArgumentError, match=f"{argument}.*U\\+0000"):
+                    await buffer.write(turn, session, agent_name=agent)
+            await buffer.write(turn, "s", tags={"k": "v \0"})
+            assert await buffer.read("s") == turn
+            assert await buffer.read("nul \0 inside") == []
+            assert await buffer.entries("nul \0 inside") == []
+            await buffer.clear("nul \0 inside")
+            assert [entry.session_id for entry in await buffer.entries()] == ["s"]
+
+    asyncio.run(scenario())
+
+
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [

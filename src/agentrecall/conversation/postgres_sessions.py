@@ -15,6 +15,7 @@ from agentrecall.conversation.sessions import (
     record_from_row,
     row_from_record,
 )
+from agentrecall.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     import psycopg
@@ -118,11 +119,26 @@ class PostgresSessions:
 
     def get(self, session_id: str) -> SessionRecord | None:
         """Return the session, or ``None``."""
+        if _unstorable(session_id):
+            return None
         rows = self._run(lambda c: c.execute(self._sql["get"], (session_id,)).fetchall())
         return record_from_row(rows[0]) if rows else None
 
     def put(self, record: SessionRecord, idle_before: float | None) -> SessionRecord:
-        """Store ``record``, committed before returning (see ``SessionBackend.put``)."""
+        """Store ``record``, committed before returning (see ``SessionBackend.put``).
+
+        Raises:
+            InvalidArgumentError: the session id or agent name holds U+0000, which PostgreSQL
+                text cannot (messages and tags are JSON, which writes it as an escape).
+        """
+        for argument, value in (
+            ("session_id", record.session_id),
+            ("agent_name", record.agent_name),
+        ):
+            if value is not None and _unstorable(value):
+                raise InvalidArgumentError(
+                    f"{argument} holds U+0000 (NUL), which the {self._where} cannot store"
+                )
         row = row_from_record(record, self._where)
         stored = self._run(
             lambda c: c.execute(
@@ -136,6 +152,8 @@ class PostgresSessions:
         self, session_id: str, when: float, idle_before: float | None
     ) -> SessionRecord | None:
         """Return the session marked accessed at ``when`` (see ``SessionBackend.access``)."""
+        if _unstorable(session_id):
+            return None
 
         def touch(connection: psycopg.Connection[Any]) -> list[Any]:
             rows = connection.execute(
@@ -153,7 +171,7 @@ class PostgresSessions:
         """Remove one session, or all."""
         if session_id is None:
             self._run(lambda c: c.execute(self._sql["clear"]))
-        else:
+        elif not _unstorable(session_id):
             self._run(lambda c: c.execute(self._sql["delete"], (session_id,)))
 
     def records(self, session_id: str | None) -> list[SessionRecord]:
@@ -194,6 +212,11 @@ class PostgresSessions:
                     what=WHAT,
                 )
                 self._ready = True
+
+
+def _unstorable(text: str) -> bool:
+    """Whether ``text`` holds U+0000: PostgreSQL text cannot, so no stored session has it."""
+    return "\0" in text
 
 
 # One statement, so atomic and one round trip: insert a new session, or replace an existing
