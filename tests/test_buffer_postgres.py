@@ -17,7 +17,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from agentrecall import BufferMemory, InvalidArgumentError, StorageError
+from agentrecall import BufferMemory, InvalidArgumentError, PostgresStore, StorageError
 from agentrecall.errors import ServerUnavailableError
 from agentrecall.testing.postgres import TemporaryPostgres
 
@@ -199,6 +199,28 @@ def test_a_message_the_database_cannot_hold_names_the_table_and_stores_nothing(
             with pytest.raises(InvalidArgumentError, match=r"messages\[1\].*buffer_sessions"):
                 await buffer.write([{"role": "user", "content": "q"}, bad], "s")
             assert await buffer.entries() == []
+
+    asyncio.run(scenario())
+
+
+def test_a_buffer_table_named_as_a_stores_table_is_refused_by_name_both_ways(
+    postgres_dsn: str,
+) -> None:
+    """A PostgresStore and a buffer share the default schema, and with it table names."""
+
+    async def scenario() -> None:
+        async with BufferMemory(dsn=postgres_dsn, table="memories") as buffer:
+            await buffer.write([{"role": "user", "content": "Hello"}], "s")
+        with pytest.raises(StorageError, match=r"'agentrecall' already holds .*\"memories\""):
+            async with PostgresStore(postgres_dsn) as store:
+                await store.add("A memory with nowhere to go")
+        async with PostgresStore(postgres_dsn, schema="apart") as store:
+            await store.add("A memory in a schema of its own")
+        async with BufferMemory(dsn=postgres_dsn, schema="apart", table="history") as buffer:
+            with pytest.raises(StorageError, match=r"apart\.history.*choose another table="):
+                await buffer.write([{"role": "user", "content": "Hello"}], "s")
+        async with BufferMemory(dsn=postgres_dsn, table="memories") as buffer:
+            assert await buffer.read("s") == [{"role": "user", "content": "Hello"}]
 
     asyncio.run(scenario())
 

@@ -15,7 +15,7 @@ from agentrecall.conversation.sessions import (
     record_from_row,
     row_from_record,
 )
-from agentrecall.errors import InvalidArgumentError
+from agentrecall.errors import InvalidArgumentError, StorageError
 
 if TYPE_CHECKING:
     import psycopg
@@ -202,8 +202,12 @@ class PostgresSessions:
             return operation(connection)
 
     def _setup(self, connection: psycopg.Connection[Any]) -> None:
+        from psycopg import errors
+
         with self._setup_lock:
-            if not self._ready:
+            if self._ready:
+                return
+            try:
                 migrate(
                     connection,
                     schema=self.schema,
@@ -211,7 +215,15 @@ class PostgresSessions:
                     migrations=_migrations(self._name, self.table),
                     what=WHAT,
                 )
-                self._ready = True
+            except errors.DuplicateTable as error:
+                # The schema's names are shared with what else lives there: a PostgresStore
+                # keeps "memories", "history", "stores" and more in the same default schema.
+                raise StorageError(
+                    f"{WHAT}: the {self._where} cannot be created: the schema already holds "
+                    f"something of that name that is not a buffer table ({error}); choose "
+                    "another table= or schema="
+                ) from error
+            self._ready = True
 
 
 def _unstorable(text: str) -> bool:

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from psycopg import AsyncConnection, sql
+from psycopg import AsyncConnection, errors, sql
 
 from agentrecall.errors import StorageError
 
@@ -283,7 +283,16 @@ async def migrate(connection: AsyncConnection[Any], schema: str, what: str) -> i
         check_version(version, schema, what, writable=True)
         for number in range(version, len(MIGRATIONS)):
             text = MIGRATIONS[number].replace("{schema}", name.as_string(connection))
-            await connection.execute(text.encode())
+            try:
+                await connection.execute(text.encode())
+            except errors.DuplicateTable as error:
+                # A buffer's table= (BufferMemory(dsn=...) defaults to this schema too), or
+                # another program's table, took one of the store's names.
+                raise StorageError(
+                    f"{what}: schema '{schema}' already holds a table or index named as one "
+                    f"of PostgresStore's ({error}); give the store another schema=, or move "
+                    "that table"
+                ) from error
             await connection.execute(
                 sql.SQL("INSERT INTO {}.migrations (version) VALUES (%s)").format(name),
                 [number + 1],
