@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from agentrecall import InvalidArgumentError, PostgresStore
+from agentrecall import InvalidArgumentError, MemoryManager, PostgresStore
 from agentrecall.errors import ServerUnavailableError, StorageError
 from agentrecall.stores.postgres import writes
 from agentrecall.stores.postgres.schema import MIGRATIONS
@@ -161,8 +161,10 @@ async def test_a_read_only_store_never_writes(postgres_dsn: str) -> None:
     reader = PostgresStore(postgres_dsn, writable=False)
     assert await reader.search("anything") == [] and await reader.count() == 0
     assert await reader.list() == [] and await reader.get("x") is None
+    await reader.setup()  # connects and creates nothing, as a manager's initialize() does
+    await MemoryManager(stores=[reader]).initialize()
     with pytest.raises(InvalidArgumentError, match="read-only"):
-        await reader.setup()
+        await reader.add("A write the reader may not make")
     assert _rows(postgres_dsn, "SELECT to_regnamespace('agentrecall') IS NULL") == [(True,)]
     writer = PostgresStore(postgres_dsn)
     memory = await writer.add("Written by the writer")

@@ -241,14 +241,15 @@ class PostgresStore(front.StoreFront):
     async def setup(self) -> None:
         """Create or migrate the tables and register this store's name now (idempotent).
 
-        Safe to run from many processes at once (an advisory lock serialises migrations).
+        Safe to run from many processes at once (an advisory lock serialises migrations). A
+        read-only store creates nothing: it connects and checks the schema's version, as
+        ``SQLiteStore`` opens its file, so a memory manager may ``initialize()`` it.
 
         Raises:
-            InvalidArgumentError: the store is read-only (it never writes).
             ServerUnavailableError: the server cannot be reached (retryable).
-            StorageError: any other failure, naming the database.
+            StorageError: any other failure, naming the database (also a schema this
+                agentrecall cannot read).
         """
-        self._check_writable()
         await self._ready()
 
     def scope(
