@@ -313,7 +313,10 @@ async def test_without_pgvector_keyword_works_and_semantic_names_the_extension(
         memory = await store.add("The user's seat is by the window")
         assert [hit.id for hit in await store.search("window")] == [memory.id]
         for mode in ("semantic", "hybrid"):
-            with pytest.raises(StorageError, match=r"pgvector extension \('vector'\)"):
+            with pytest.raises(
+                StorageError,
+                match=rf"memory store 'memory' \(database '{database}' on .*pgvector extension",
+            ):
                 await store.search("window", {"mode": mode})
         assert _rows(dsn, "SELECT count(*) FROM agentrecall.vectors") == [(1,)]
     finally:

@@ -177,7 +177,14 @@ class PostgresStore(front.StoreFront):
             session_key: the metadata key naming a memory's session in conversation mode.
             pool_size: the most connections the store (and its views) opens at once, to the
                 primary, and as many again to the replica with ``read_dsn``.
-            connect_timeout: seconds to wait for the server (or the replica) before raising.
+            connect_timeout: seconds to wait for the server (or the replica) before raising:
+                whole seconds, at least 2 (libpq's floor), rounded up. A ``connect_timeout``
+                in the DSN wins. It bounds connecting, not a statement on a connection
+                already open: a server that stops answering mid-call without closing the
+                connection (its process frozen, a network dropping packets) keeps the call
+                waiting for TCP, which libpq's ``tcp_user_timeout`` (in the DSN) bounds for
+                unacknowledged packets, or indefinitely while the server's host still
+                acknowledges them.
             read_dsn: the connection string of a read replica (a streaming standby of the
                 primary, or a pooler or load balancer in front of several) to send searches
                 and plain reads to; ``None`` reads from the primary. A replica that cannot
@@ -522,7 +529,13 @@ class PostgresStore(front.StoreFront):
             where, params = tables.where(conditions, now)
             return await vectors.nearest(connection, tables, model, vector, where, params, wanted)
 
-        return await self._read(read, [])
+        try:
+            return await self._read(read, [])
+        except vectors.SemanticUnavailableError as error:
+            # As every other failure of the store does, it names the store and the database.
+            raise vectors.SemanticUnavailableError(
+                f"memory store '{self._root_name}' ({self._address}): {error}"
+            ) from None
 
     async def _get(self, memory_id: str, conditions: front.Conditions) -> MemoryRecord | None:
         if _unstorable(memory_id):

@@ -131,7 +131,7 @@ def _refuse_other(tables: Tables, vectors: Vectors, held: tuple[Any, Any]) -> No
     """Raise unless the store's recorded ``held`` model is none yet or that of ``vectors``."""
     if held[0] is not None and held != (vectors.model_id, vectors.dimension):
         raise InvalidArgumentError(
-            f"store number {tables.store} holds vectors of model '{held[0]}' (dimension "
+            f"the store holds vectors of model '{held[0]}' (dimension "
             f"{held[1]}), and this store was given an embedder of model '{vectors.model_id}' "
             f"(dimension {vectors.dimension}); vectors of two models cannot be compared. Give "
             f"the store an embedder of model '{held[0]}', or rebuild the vectors with this "
