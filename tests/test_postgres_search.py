@@ -246,3 +246,25 @@ async def test_a_batch_of_several_chunks_keeps_its_order_dedup_and_counts(
     assert_counts_exact(postgres_dsn)
     for each in (store, copy):
         await each.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_content_with_more_distinct_terms_than_a_tsvector_holds_is_stored_whole(
+    postgres_dsn: str,
+) -> None:
+    """PostgreSQL refuses a tsvector past 1 MiB of lexemes (about 100,000 distinct words): the
+    memory is kept whole, found by the first of its terms that fit, and the counts stay exact."""
+    words = [f"token{n}x" for n in range(150_000)]
+    content = "firstword " + " ".join(words) + " lastword"
+    store = PostgresStore(postgres_dsn)
+    memory = await store.add(content)
+    (other,) = await store.add_many([(content + " again", {"copy": True})])
+    record = await store.get(memory.id)
+    assert record is not None and record.content == content
+    assert [hit.id for hit in await store.search("firstword")] == [memory.id, other.id]
+    assert await store.search("lastword") == []  # past the index's limit
+    assert_counts_exact(postgres_dsn)
+    await store.update(memory.id, content=content + " changed")
+    await store.delete(other.id)
+    assert_counts_exact(postgres_dsn)
+    await store.aclose()

@@ -20,6 +20,15 @@ MAX_LEXEME_CHARACTERS = 511
 """A longer term may pass PostgreSQL's 2,046 bytes a lexeme: it is left out of the index (and
 so never found); shorter ones always fit, at 4 bytes a character at most."""
 
+MAX_TSVECTOR_BYTES = 1_048_575
+"""The most bytes a ``tsvector``'s lexemes may hold together (PostgreSQL refuses a larger one):
+about 100,000 distinct words. A content with more keeps the first of its distinct terms that
+fit in its index; the rest are left out (the content itself is stored whole)."""
+
+_CHECK_SIZE_FROM = MAX_TSVECTOR_BYTES // 12
+"""Contents shorter than this (in characters) cannot reach the limit: a character gives at most
+three characters of terms (itself and two CJK pairs), at four bytes each."""
+
 NewRow = tuple[str, bytes, str | None, str, int]
 """``(content, content_hash, metadata JSON, terms, length)`` of a memory to insert."""
 
@@ -39,7 +48,19 @@ def lexemes(content: str) -> tuple[list[str], int]:
     found, length = distinct_terms(content)
     if len(content) > MAX_LEXEME_CHARACTERS:  # only a long content can hold a long term
         found = [term for term in found if len(term) <= MAX_LEXEME_CHARACTERS]
+    if len(content) >= _CHECK_SIZE_FROM:
+        found = _within_limit(found)
     return found, length
+
+
+def _within_limit(terms: list[str]) -> list[str]:
+    """Return the first of ``terms`` whose bytes together fit in a ``tsvector``."""
+    total = 0
+    for index, term in enumerate(terms):
+        total += len(term.encode())
+        if total > MAX_TSVECTOR_BYTES:
+            return terms[:index]
+    return terms
 
 
 def as_tsvector(terms: list[str]) -> str:
