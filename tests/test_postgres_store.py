@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
+import string
 import subprocess
 import sys
 import textwrap
@@ -262,6 +264,43 @@ async def test_scope_ids_reasons_and_imported_ids_with_nul_are_refused_as_argume
     assert await store.existing_ids([missing, memory.id]) == {memory.id}
     assert [record.content for record in await store.list()] == ["A plain memory"]
     assert await store.history(memory.id) == []
+    await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_ids_longer_than_an_index_row_holds_are_refused_as_arguments(
+    postgres_dsn: str,
+) -> None:
+    """B-tree index rows hold 2,704 bytes: random ids of 2,700 failed naming an index."""
+    letters = random.Random(7)
+
+    def text(size: int) -> str:
+        return "".join(letters.choices(string.ascii_letters, k=size))
+
+    store = PostgresStore(postgres_dsn)
+    longest = store.scope(user_id=text(1_000), agent_id=text(1_000), session_id=text(600))
+    await longest.add("Kept under the longest scope")
+    with pytest.raises(InvalidArgumentError, match=r"session_id together: 2601 bytes .*2600"):
+        store.scope(user_id=text(1_000), agent_id=text(1_000), session_id=text(601))
+    with pytest.raises(InvalidArgumentError, match=r"together: 2700 bytes"):
+        store.scope(user_id="é" * 1_350)
+    created = "2026-01-01T00:00:00.000Z"
+    kept = MemoryRecord(id=text(2_600), content="A long id", created_at=created)
+    assert await store.import_records([kept]) == 1
+    await store.update(kept.id, content="A long id, changed")
+    assert [version.content for version in await store.history(kept.id)] == ["A long id"]
+    for record, argument in (
+        (MemoryRecord(id=text(2_700), content="Too long", created_at=created), "id"),
+        (
+            MemoryRecord(id="x", content="Long scope", created_at=created, user_id=text(2_700)),
+            "scope ids",
+        ),
+    ):
+        with pytest.raises(InvalidArgumentError, match=f"{argument} \\(record 0\\): 2700 bytes"):
+            await store.import_records([record])
+    missing = text(2_700)
+    assert await store.get(missing) is None and await store.delete(missing) is False
+    assert await store.count() == 2
     await store.aclose()
 
 

@@ -102,13 +102,45 @@ def new_row_terms(
 SCOPE_FIELDS = ("user_id", "agent_id", "session_id")
 """The scope ids of a record or a version."""
 
+MAX_KEY_BYTES = 2_600
+"""The most bytes (UTF-8) of a memory id, and of a scope's three ids together. They are keys of
+B-tree indexes, whose rows PostgreSQL limits to 2,704 bytes: ids that do not compress failed
+from about 2,680 bytes with an error naming an index."""
+
 
 def check_storable_ids(item: object, id_field: str, where: str) -> None:
-    """Refuse an imported record's or version's id, or scope id, holding U+0000."""
+    """Refuse an imported record's or version's id, or scope ids, that PostgreSQL cannot key.
+
+    Raises:
+        InvalidArgumentError: an id holds U+0000, or the id or the scope ids pass
+            :data:`MAX_KEY_BYTES` (``where`` follows the argument's name in the message).
+    """
     for field in (id_field, *SCOPE_FIELDS):
         value = getattr(item, field, None)
         if isinstance(value, str) and "\0" in value:
             check_storable(value, f"{field}{where}")
+    check_key_size([getattr(item, id_field, None)], f"{id_field}{where}")
+    check_key_size([getattr(item, field, None) for field in SCOPE_FIELDS], f"scope ids{where}")
+
+
+def check_key_size(ids: list[object], argument: str) -> None:
+    """Refuse ids (``None`` for an id not given) longer together than :data:`MAX_KEY_BYTES`."""
+    texts = [value for value in ids if isinstance(value, str)]
+    if sum(map(len, texts)) * 4 <= MAX_KEY_BYTES:  # no character takes more than four bytes
+        return
+    size = sum(len(text.encode()) for text in texts)
+    if size > MAX_KEY_BYTES:
+        raise InvalidArgumentError(
+            f"{argument}: {size} bytes in UTF-8, more than the {MAX_KEY_BYTES} a "
+            "PostgresStore can key (PostgreSQL's index rows hold at most 2,704 bytes)"
+        )
+
+
+def keyable(memory_id: str) -> bool:
+    """Whether a memory may have ``memory_id``: no U+0000, within :data:`MAX_KEY_BYTES`."""
+    return "\0" not in memory_id and (
+        len(memory_id) * 4 <= MAX_KEY_BYTES or len(memory_id.encode()) <= MAX_KEY_BYTES
+    )
 
 
 def check_storable(value: object, argument: str) -> None:

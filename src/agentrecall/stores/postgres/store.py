@@ -32,7 +32,7 @@ from agentrecall.stores.modes import SearchSettings
 from agentrecall.stores.postgres import export, imports, reads, reindex, search, vectors, writes
 from agentrecall.stores.postgres.neighbours import with_neighbours
 from agentrecall.stores.postgres.replica import Replica
-from agentrecall.stores.postgres.rows import check_storable
+from agentrecall.stores.postgres.rows import check_key_size, check_storable, keyable
 from agentrecall.stores.postgres.schema import (
     check_version,
     lock_schema,
@@ -271,11 +271,14 @@ class PostgresStore(front.StoreFront):
 
         Raises:
             InvalidArgumentError: an id is not a non-blank string, or holds U+0000, which
-                PostgreSQL text cannot store.
+                PostgreSQL text cannot store, or the ids pass 2,600 bytes together
+                (:data:`.rows.MAX_KEY_BYTES`).
         """
         view = super().scope(user_id=user_id, agent_id=agent_id, session_id=session_id, name=name)
-        for argument, value in view._scope.columns().items():
+        ids = view._scope.columns()
+        for argument, value in ids.items():
             check_storable(value, argument)
+        check_key_size(list(ids.values()), "user_id, agent_id and session_id together")
         return view
 
     def on_primary(self) -> PostgresStore:
@@ -332,7 +335,7 @@ class PostgresStore(front.StoreFront):
         Raises:
             InvalidArgumentError: ``memory_ids`` is a single string, or an id is not a string.
         """
-        ids = [i for i in dict.fromkeys(check_ids(memory_ids)) if not _unstorable(i)]
+        ids = [i for i in dict.fromkeys(check_ids(memory_ids)) if keyable(i)]
         if not ids:
             return set()
         # On the primary: an import must not take an id the replica has not seen yet.
@@ -538,7 +541,7 @@ class PostgresStore(front.StoreFront):
             ) from None
 
     async def _get(self, memory_id: str, conditions: front.Conditions) -> MemoryRecord | None:
-        if _unstorable(memory_id):
+        if not keyable(memory_id):
             return None
 
         async def read(connection: Connection, tables: Tables) -> MemoryRecord | None:
@@ -549,7 +552,7 @@ class PostgresStore(front.StoreFront):
 
     async def _update(self, memory_id: str, change: front.Change) -> MemoryRecord | None:
         check_storable(change.reason, "reason")
-        if _unstorable(memory_id):
+        if not keyable(memory_id):
             return None
         found = None if change.content is None else await self._prepare([change.content])
         write = writes.update
@@ -560,7 +563,7 @@ class PostgresStore(front.StoreFront):
     async def _remove(self, ids: front.Ids | None, reason: str | None) -> int:
         check_storable(reason, "reason")
         if ids is not None:
-            ids = [memory_id for memory_id in ids if not _unstorable(memory_id)]
+            ids = [memory_id for memory_id in ids if keyable(memory_id)]
             if not ids:
                 return 0
         return await self._write(writes.remove, self._scope, ids, reason)
@@ -582,7 +585,7 @@ class PostgresStore(front.StoreFront):
         return await self._read(read, 0)
 
     async def _history(self, memory_id: str) -> front.Versions:
-        if _unstorable(memory_id):
+        if not keyable(memory_id):
             return []
         read = functools.partial(reads.history, scope=self._scope, memory_id=memory_id)
         return await self._read(read, [])
@@ -776,11 +779,6 @@ class PostgresStore(front.StoreFront):
                     return [await work(connection, tables)]
 
         return await _retried(attempt)
-
-
-def _unstorable(memory_id: str) -> bool:
-    """Whether ``memory_id`` holds U+0000: PostgreSQL text cannot, so no memory has that id."""
-    return "\0" in memory_id
 
 
 async def _none() -> list[Hit]:
