@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import subprocess
 import sys
 from typing import Any
@@ -225,7 +226,7 @@ def test_a_buffer_table_named_as_a_stores_table_is_refused_by_name_both_ways(
     asyncio.run(scenario())
 
 
-def test_a_session_id_or_agent_name_with_nul_is_refused_and_names_no_session(
+def test_a_session_id_with_nul_or_too_long_or_an_agent_name_with_nul_is_refused(
     postgres_dsn: str,
 ) -> None:
     """PostgreSQL text cannot hold U+0000: bad input for a write, no session for a read."""
@@ -243,6 +244,14 @@ def test_a_session_id_or_agent_name_with_nul_is_refused_and_names_no_session(
             assert await buffer.entries("nul \0 inside") == []
             await buffer.clear("nul \0 inside")
             assert [entry.session_id for entry in await buffer.entries()] == ["s"]
+            # The primary key: B-tree index rows hold 2,704 bytes (random ids failed at 2,700).
+            letters = random.Random(3)
+            longest, too_long = ("".join(letters.choices("abcdefgh", k=n)) for n in (2600, 2700))
+            await buffer.write(turn, longest)
+            assert await buffer.read(longest) == turn
+            with pytest.raises(InvalidArgumentError, match=r"session_id: 2700 bytes .* 2600"):
+                await buffer.write(turn, too_long)
+            assert await buffer.read(too_long) == [] and await buffer.entries(too_long) == []
 
     asyncio.run(scenario())
 

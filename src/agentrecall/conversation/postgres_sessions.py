@@ -26,6 +26,10 @@ WHAT = "PostgreSQL conversation store"
 
 _SUFFIX_ROOM = len("_accessed")
 
+MAX_SESSION_ID_BYTES = 2_600
+"""The longest session id, in bytes of UTF-8: the table's primary key, and PostgreSQL limits a
+B-tree index row to 2,704 bytes (ids that do not compress failed from about 2,690)."""
+
 
 def _migrations(table: Any, name: str) -> list[Any]:
     """Append-only: migration N brings the table from version N to N + 1."""
@@ -119,7 +123,7 @@ class PostgresSessions:
 
     def get(self, session_id: str) -> SessionRecord | None:
         """Return the session, or ``None``."""
-        if _unstorable(session_id):
+        if not _storable(session_id):
             return None
         rows = self._run(lambda c: c.execute(self._sql["get"], (session_id,)).fetchall())
         return record_from_row(rows[0]) if rows else None
@@ -129,16 +133,23 @@ class PostgresSessions:
 
         Raises:
             InvalidArgumentError: the session id or agent name holds U+0000, which PostgreSQL
-                text cannot (messages and tags are JSON, which writes it as an escape).
+                text cannot (messages and tags are JSON, which writes it as an escape), or
+                the session id passes :data:`MAX_SESSION_ID_BYTES`.
         """
         for argument, value in (
             ("session_id", record.session_id),
             ("agent_name", record.agent_name),
         ):
-            if value is not None and _unstorable(value):
+            if value is not None and "\0" in value:
                 raise InvalidArgumentError(
                     f"{argument} holds U+0000 (NUL), which the {self._where} cannot store"
                 )
+        if not _storable(record.session_id):
+            raise InvalidArgumentError(
+                f"session_id: {len(record.session_id.encode())} bytes in UTF-8, more than the "
+                f"{MAX_SESSION_ID_BYTES} the {self._where} can key (PostgreSQL's index rows "
+                "hold at most 2,704 bytes)"
+            )
         row = row_from_record(record, self._where)
         stored = self._run(
             lambda c: c.execute(
@@ -152,7 +163,7 @@ class PostgresSessions:
         self, session_id: str, when: float, idle_before: float | None
     ) -> SessionRecord | None:
         """Return the session marked accessed at ``when`` (see ``SessionBackend.access``)."""
-        if _unstorable(session_id):
+        if not _storable(session_id):
             return None
 
         def touch(connection: psycopg.Connection[Any]) -> list[Any]:
@@ -171,7 +182,7 @@ class PostgresSessions:
         """Remove one session, or all."""
         if session_id is None:
             self._run(lambda c: c.execute(self._sql["clear"]))
-        elif not _unstorable(session_id):
+        elif _storable(session_id):
             self._run(lambda c: c.execute(self._sql["delete"], (session_id,)))
 
     def records(self, session_id: str | None) -> list[SessionRecord]:
@@ -226,9 +237,12 @@ class PostgresSessions:
             self._ready = True
 
 
-def _unstorable(text: str) -> bool:
-    """Whether ``text`` holds U+0000: PostgreSQL text cannot, so no stored session has it."""
-    return "\0" in text
+def _storable(session_id: str) -> bool:
+    """Whether a stored session may have ``session_id`` (no U+0000, a key short enough)."""
+    return "\0" not in session_id and (
+        len(session_id) * 4 <= MAX_SESSION_ID_BYTES
+        or len(session_id.encode()) <= MAX_SESSION_ID_BYTES
+    )
 
 
 # One statement, so atomic and one round trip: insert a new session, or replace an existing
