@@ -177,6 +177,32 @@ def test_processes_creating_the_table_at_once_never_collide(postgres_dsn: str) -
     assert asyncio.run(count()) == 6
 
 
+def test_stores_and_buffers_creating_one_schema_at_once_never_collide(postgres_dsn: str) -> None:
+    """Both create the schema when it is missing: two CREATE SCHEMA IF NOT EXISTS at once
+    failed one of them on pg_namespace's unique key."""
+
+    async def scenario() -> None:
+        for number in range(5):
+            schema = f"fresh_{number}"
+            stores = [PostgresStore(postgres_dsn, schema=schema, name=f"n{k}") for k in range(2)]
+            buffers = [
+                BufferMemory(dsn=postgres_dsn, schema=schema, table=f"t{k}") for k in range(2)
+            ]
+            turn = [{"role": "user", "content": "Hello"}]
+            try:
+                await asyncio.gather(
+                    *(store.setup() for store in stores),
+                    *(buffer.write(turn, "s") for buffer in buffers),
+                )
+                for buffer in buffers:
+                    assert await buffer.read("s") == turn
+            finally:
+                for closable in (*stores, *buffers):
+                    await closable.aclose()
+
+    asyncio.run(scenario())
+
+
 def test_a_table_of_a_newer_agentrecall_is_refused_and_left_alone(postgres_dsn: str) -> None:
     async def write() -> None:
         async with BufferMemory(dsn=postgres_dsn) as buffer:

@@ -40,6 +40,7 @@ from typing import Any
 
 from psycopg import AsyncConnection, errors, sql
 
+from agentrecall._internal.postgres_schema import lock_key
 from agentrecall.errors import StorageError
 
 MIGRATIONS: list[str] = [
@@ -260,14 +261,22 @@ async def migrate(connection: AsyncConnection[Any], schema: str, what: str) -> i
     """Bring ``schema`` to the newest version in one transaction; return how many migrations ran.
 
     Safe to call from many processes at once: an advisory lock keyed by the schema's name
-    serialises them, and each migration runs once.
+    serialises them, and each migration runs once. It also holds the lock under which the
+    other components of agentrecall create their tables in a schema
+    (:func:`agentrecall._internal.postgres_schema.lock_key`), so a ``BufferMemory`` creating
+    its table in this schema at the same moment waits rather than fails.
 
     Raises:
-        StorageError: a newer agentrecall migrated the schema (``what`` names the store).
+        StorageError: a newer agentrecall migrated the schema (``what`` names the store), or
+            the schema already holds a table of one of the store's names.
     """
     name = sql.Identifier(schema)
     async with connection.transaction():
         await lock_schema(connection, schema)
+        # The lock every other component of agentrecall (a BufferMemory's table) takes to
+        # migrate in this schema: CREATE SCHEMA IF NOT EXISTS of two transactions at once
+        # fails one of them on pg_namespace's unique key. Taken second, so no cycle forms.
+        await connection.execute("SELECT pg_advisory_xact_lock(%s)", [lock_key(schema)])
         await connection.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(name))
         await connection.execute(
             sql.SQL(
