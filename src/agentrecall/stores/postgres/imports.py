@@ -53,8 +53,9 @@ class ImportRows:
         for index in range(start, stop):
             item = self.records[index]
             checks.check_import_record(index, item)
-            check_storable_ids(item, "id", f" (record {index})")
-            computed, found = new_row_terms(item.content, item.metadata, f" (record {index})")
+            where = f" (record {index})"
+            check_storable_ids(item, "id", where)
+            computed, found = new_row_terms(item.content, item.metadata, where)
             if item.expires_at is not None and item.expires_at <= self.now:
                 continue
             text, key, encoded, tsv, length = computed

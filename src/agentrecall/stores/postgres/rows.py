@@ -115,12 +115,15 @@ def check_storable_ids(item: object, id_field: str, where: str) -> None:
         InvalidArgumentError: an id holds U+0000, or the id or the scope ids pass
             :data:`MAX_KEY_BYTES` (``where`` follows the argument's name in the message).
     """
-    for field in (id_field, *SCOPE_FIELDS):
-        value = getattr(item, field, None)
+    values = [getattr(item, field, None) for field in (id_field, *SCOPE_FIELDS)]
+    joined = "".join([value for value in values if isinstance(value, str)])
+    if len(joined) * 4 <= MAX_KEY_BYTES and "\0" not in joined:
+        return  # the common case, told in one pass (imports check every record)
+    for field, value in zip((id_field, *SCOPE_FIELDS), values, strict=True):
         if isinstance(value, str) and "\0" in value:
             check_storable(value, f"{field}{where}")
-    check_key_size([getattr(item, id_field, None)], f"{id_field}{where}")
-    check_key_size([getattr(item, field, None) for field in SCOPE_FIELDS], f"scope ids{where}")
+    check_key_size(values[:1], f"{id_field}{where}")
+    check_key_size(values[1:], f"scope ids{where}")
 
 
 def check_key_size(ids: list[object], argument: str) -> None:
