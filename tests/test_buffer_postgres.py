@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import subprocess
 import sys
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from agentrecall import BufferMemory, InvalidArgumentError, StorageError
+from agentrecall import BufferMemory, InvalidArgumentError, PostgresStore, StorageError
 from agentrecall.errors import ServerUnavailableError
 from agentrecall.testing.postgres import TemporaryPostgres
 
@@ -176,6 +177,32 @@ def test_processes_creating_the_table_at_once_never_collide(postgres_dsn: str) -
     assert asyncio.run(count()) == 6
 
 
+def test_stores_and_buffers_creating_one_schema_at_once_never_collide(postgres_dsn: str) -> None:
+    """Both create the schema when it is missing: two CREATE SCHEMA IF NOT EXISTS at once
+    failed one of them on pg_namespace's unique key."""
+
+    async def scenario() -> None:
+        for number in range(5):
+            schema = f"fresh_{number}"
+            stores = [PostgresStore(postgres_dsn, schema=schema, name=f"n{k}") for k in range(2)]
+            buffers = [
+                BufferMemory(dsn=postgres_dsn, schema=schema, table=f"t{k}") for k in range(2)
+            ]
+            turn = [{"role": "user", "content": "Hello"}]
+            try:
+                await asyncio.gather(
+                    *(store.setup() for store in stores),
+                    *(buffer.write(turn, "s") for buffer in buffers),
+                )
+                for buffer in buffers:
+                    assert await buffer.read("s") == turn
+            finally:
+                for closable in (*stores, *buffers):
+                    await closable.aclose()
+
+    asyncio.run(scenario())
+
+
 def test_a_table_of_a_newer_agentrecall_is_refused_and_left_alone(postgres_dsn: str) -> None:
     async def write() -> None:
         async with BufferMemory(dsn=postgres_dsn) as buffer:
@@ -199,6 +226,58 @@ def test_a_message_the_database_cannot_hold_names_the_table_and_stores_nothing(
             with pytest.raises(InvalidArgumentError, match=r"messages\[1\].*buffer_sessions"):
                 await buffer.write([{"role": "user", "content": "q"}, bad], "s")
             assert await buffer.entries() == []
+
+    asyncio.run(scenario())
+
+
+def test_a_buffer_table_named_as_a_stores_table_is_refused_by_name_both_ways(
+    postgres_dsn: str,
+) -> None:
+    """A PostgresStore and a buffer share the default schema, and with it table names."""
+
+    async def scenario() -> None:
+        async with BufferMemory(dsn=postgres_dsn, table="memories") as buffer:
+            await buffer.write([{"role": "user", "content": "Hello"}], "s")
+        with pytest.raises(StorageError, match=r"'agentrecall' already holds .*\"memories\""):
+            async with PostgresStore(postgres_dsn) as store:
+                await store.add("A memory with nowhere to go")
+        async with PostgresStore(postgres_dsn, schema="apart") as store:
+            await store.add("A memory in a schema of its own")
+        async with BufferMemory(dsn=postgres_dsn, schema="apart", table="history") as buffer:
+            with pytest.raises(StorageError, match=r"apart\.history.*choose another table="):
+                await buffer.write([{"role": "user", "content": "Hello"}], "s")
+        async with BufferMemory(dsn=postgres_dsn, table="memories") as buffer:
+            assert await buffer.read("s") == [{"role": "user", "content": "Hello"}]
+
+    asyncio.run(scenario())
+
+
+def test_a_session_id_with_nul_or_too_long_or_an_agent_name_with_nul_is_refused(
+    postgres_dsn: str,
+) -> None:
+    """PostgreSQL text cannot hold U+0000: bad input for a write, no session for a read."""
+
+    async def scenario() -> None:
+        async with BufferMemory(dsn=postgres_dsn) as buffer:
+            turn = [{"role": "user", "content": "Hello \0 there"}]
+            for session, agent in (("nul \0 inside", None), ("s", "agent \0")):
+                argument = "session_id" if agent is None else "agent_name"
+                with pytest.raises(InvalidArgumentError, match=f"{argument}.*U\\+0000"):
+                    await buffer.write(turn, session, agent_name=agent)
+            await buffer.write(turn, "s", tags={"k": "v \0"})
+            assert await buffer.read("s") == turn
+            assert await buffer.read("nul \0 inside") == []
+            assert await buffer.entries("nul \0 inside") == []
+            await buffer.clear("nul \0 inside")
+            assert [entry.session_id for entry in await buffer.entries()] == ["s"]
+            # The primary key: B-tree index rows hold 2,704 bytes (random ids failed at 2,700).
+            letters = random.Random(3)
+            longest, too_long = ("".join(letters.choices("abcdefgh", k=n)) for n in (2600, 2700))
+            await buffer.write(turn, longest)
+            assert await buffer.read(longest) == turn
+            with pytest.raises(InvalidArgumentError, match=r"session_id: 2700 bytes .* 2600"):
+                await buffer.write(turn, too_long)
+            assert await buffer.read(too_long) == [] and await buffer.entries(too_long) == []
 
     asyncio.run(scenario())
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -63,3 +64,37 @@ def _cli(*arguments: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "agentrecall", *arguments], capture_output=True, text=True
     )
+
+
+FLOATS = {"at": 1e16, "max": 1.7976931348623157e308, "neg": -2.5e20, "list": [3e17, {"in": 4e30}]}
+"""Floats Python writes with a positive exponent, which ``jsonb`` writes without one."""
+
+
+def _exact(metadata: object) -> str:
+    """The metadata as JSON with sorted keys: a float and an equal integer differ here."""
+    return json.dumps(metadata, sort_keys=True)
+
+
+@pytest.mark.asyncio
+async def test_large_floats_in_metadata_come_back_as_the_same_floats(
+    tmp_path: Path, postgres_dsn: str
+) -> None:
+    source = SQLiteStore(tmp_path / "source.db")
+    kept = await source.scope(user_id="ana").add("Large numbers", {**FLOATS, "v": 1})
+    await source.update(kept.id, metadata={**FLOATS, "v": 2}, reason="again")
+    middle = PostgresStore(postgres_dsn)
+    await migrate(source, middle)
+    bulk = await middle.add_many([(f"Bulk note {n}", FLOATS) for n in range(1_200)])
+    back = SQLiteStore(tmp_path / "back.db")
+    await migrate(middle, back)
+    for store in (middle, back):
+        record = await store.get(kept.id)
+        assert record is not None and _exact(record.metadata) == _exact({**FLOATS, "v": 2})
+        (version,) = await store.history(kept.id)
+        assert _exact(version.metadata) == _exact({**FLOATS, "v": 1})
+        copy = await store.get(bulk[-1].id)
+        assert copy is not None and _exact(copy.metadata) == _exact(FLOATS)
+    found = await middle.list(filter={"at": 1e16, "max": {"$gte": 1.7976931348623157e308}})
+    assert len(found) == 1 + len(bulk)
+    for store in (source, middle, back):
+        await store.aclose()

@@ -108,7 +108,7 @@ async def test_upgrading_a_store_counts_the_terms_of_its_memories(postgres_dsn: 
             "DELETE FROM agentrecall.migrations WHERE version > 2"
         )
     async with await psycopg.AsyncConnection.connect(postgres_dsn) as connection:
-        assert await apply_migrations(connection, "agentrecall") == len(MIGRATIONS) - 2
+        assert await apply_migrations(connection, "agentrecall", "test") == len(MIGRATIONS) - 2
     assert_counts_exact(postgres_dsn)
     upgraded = PostgresStore(postgres_dsn)
     await upgraded.add("a new memory about topic 3")
@@ -216,7 +216,7 @@ async def test_upgrading_from_trigger_counted_terms_keeps_the_counts_exact(
         )
         await connection.commit()
         assert_counts_exact(postgres_dsn)
-        assert await apply_migrations(connection, "agentrecall") == len(MIGRATIONS) - 3
+        assert await apply_migrations(connection, "agentrecall", "test") == len(MIGRATIONS) - 3
     store = PostgresStore(postgres_dsn)
     await store.add_many([(f"new topic {n % 1_100}", None) for n in range(1_500)])
     await store.add("one more topic")
@@ -246,3 +246,25 @@ async def test_a_batch_of_several_chunks_keeps_its_order_dedup_and_counts(
     assert_counts_exact(postgres_dsn)
     for each in (store, copy):
         await each.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_content_with_more_distinct_terms_than_a_tsvector_holds_is_stored_whole(
+    postgres_dsn: str,
+) -> None:
+    """PostgreSQL refuses a tsvector past 1 MiB of lexemes (about 100,000 distinct words): the
+    memory is kept whole, found by the first of its terms that fit, and the counts stay exact."""
+    words = [f"token{n}x" for n in range(150_000)]
+    content = "firstword " + " ".join(words) + " lastword"
+    store = PostgresStore(postgres_dsn)
+    memory = await store.add(content)
+    (other,) = await store.add_many([(content + " again", {"copy": True})])
+    record = await store.get(memory.id)
+    assert record is not None and record.content == content
+    assert [hit.id for hit in await store.search("firstword")] == [memory.id, other.id]
+    assert await store.search("lastword") == []  # past the index's limit
+    assert_counts_exact(postgres_dsn)
+    await store.update(memory.id, content=content + " changed")
+    await store.delete(other.id)
+    assert_counts_exact(postgres_dsn)
+    await store.aclose()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
+import string
 import subprocess
 import sys
 import textwrap
@@ -13,12 +15,13 @@ from typing import Any
 import psycopg
 import pytest
 
-from agentrecall import InvalidArgumentError, PostgresStore
+from agentrecall import InvalidArgumentError, MemoryManager, PostgresStore
 from agentrecall.errors import ServerUnavailableError, StorageError
 from agentrecall.stores.postgres import writes
 from agentrecall.stores.postgres.schema import MIGRATIONS
 from agentrecall.testing import HashEmbedder
 from agentrecall.testing.postgres import TemporaryPostgres
+from agentrecall.types import MemoryRecord, MemoryVersion
 
 
 def _rows(dsn: str, query: str) -> list[tuple[object, ...]]:
@@ -47,6 +50,34 @@ def test_bad_arguments_are_refused_at_construction() -> None:
             PostgresStore(dsn, **options)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="dsn"):
         PostgresStore("")
+
+
+@pytest.mark.parametrize(
+    "schema",
+    ["x" * 63 + "a", "é" * 32, "a$$b", "$tag$", "pg_memory", "nul\0schema"],
+)
+def test_schemas_postgresql_would_cut_or_misread_are_refused(schema: str) -> None:
+    """Longer than 63 bytes the server cuts the name (two schemas would share tables); a '$'
+    ends the dollar quotes of the migrations' functions; 'pg_' is the server's own."""
+    with pytest.raises(InvalidArgumentError, match=r"schema must be .*63 bytes"):
+        PostgresStore("postgresql://u@127.0.0.1/db", schema=schema)
+
+
+@pytest.mark.parametrize("size", [0, -1, None, 1.5, True, "3"])
+def test_a_pool_size_below_one_or_not_an_integer_is_refused_as_such(size: object) -> None:
+    with pytest.raises(InvalidArgumentError, match=r"pool_size must be an integer of at least 1"):
+        PostgresStore("postgresql://u@127.0.0.1/db", pool_size=size)  # type: ignore[arg-type]
+
+
+@pytest.mark.asyncio
+async def test_schemas_of_63_bytes_and_quoted_names_stay_apart(postgres_dsn: str) -> None:
+    schemas = ["x" * 62 + "A", "x" * 62 + "B", "é" * 31 + "a", 'Quoted "Name"', "public"]
+    stores = [PostgresStore(postgres_dsn, schema=schema) for schema in schemas]
+    for number, store in enumerate(stores):
+        await store.add_many([(f"Note {n} of schema {number}", None) for n in range(number + 1)])
+    assert [await store.count() for store in stores] == [1, 2, 3, 4, 5]
+    for store in stores:
+        await store.aclose()
 
 
 @pytest.mark.asyncio
@@ -132,8 +163,10 @@ async def test_a_read_only_store_never_writes(postgres_dsn: str) -> None:
     reader = PostgresStore(postgres_dsn, writable=False)
     assert await reader.search("anything") == [] and await reader.count() == 0
     assert await reader.list() == [] and await reader.get("x") is None
+    await reader.setup()  # connects and creates nothing, as a manager's initialize() does
+    await MemoryManager(stores=[reader]).initialize()
     with pytest.raises(InvalidArgumentError, match="read-only"):
-        await reader.setup()
+        await reader.add("A write the reader may not make")
     assert _rows(postgres_dsn, "SELECT to_regnamespace('agentrecall') IS NULL") == [(True,)]
     writer = PostgresStore(postgres_dsn)
     memory = await writer.add("Written by the writer")
@@ -144,6 +177,51 @@ async def test_a_read_only_store_never_writes(postgres_dsn: str) -> None:
 
 
 @pytest.mark.asyncio
+async def test_a_schema_of_a_newer_agentrecall_is_refused_and_left_alone(postgres_dsn: str) -> None:
+    store = PostgresStore(postgres_dsn)
+    await store.add("Written by this release")
+    await store.aclose()
+    newer = len(MIGRATIONS) + 1
+    with psycopg.connect(postgres_dsn, autocommit=True) as connection:
+        connection.execute("INSERT INTO agentrecall.migrations (version) VALUES (%s)", [newer])
+    for writable in (True, False):
+        old = PostgresStore(postgres_dsn, writable=writable)
+        with pytest.raises(StorageError, match=rf"version {newer}, newer .*upgrade agentrecall"):
+            await (old.add("Written by an older release") if writable else old.count())
+        await old.aclose()
+    assert _rows(postgres_dsn, "SELECT content FROM agentrecall.memories") == [
+        ("Written by this release",)
+    ]
+
+
+@pytest.mark.asyncio
+async def test_a_read_only_store_over_an_older_schema_says_how_to_upgrade(
+    postgres_dsn: str,
+) -> None:
+    """Tables of version 2, as an older release left them: they lack the term counts."""
+    with psycopg.connect(postgres_dsn, autocommit=True) as connection:
+        with connection.transaction():
+            connection.execute("CREATE SCHEMA agentrecall")
+            connection.execute(
+                "CREATE TABLE agentrecall.migrations (version integer PRIMARY KEY, "
+                "applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            for number, migration in enumerate(MIGRATIONS[:2], 1):
+                connection.execute(migration.replace("{schema}", '"agentrecall"').encode())
+                connection.execute("INSERT INTO agentrecall.migrations VALUES (%s)", [number])
+    reader = PostgresStore(postgres_dsn, writable=False)
+    with pytest.raises(StorageError, match=r"version 2, older .* read-only; open it once"):
+        await reader.search("anything")
+    await reader.aclose()
+    writer = PostgresStore(postgres_dsn)
+    await writer.add("Written after the upgrade")
+    await writer.aclose()
+    reader = PostgresStore(postgres_dsn, writable=False)
+    assert [hit.content for hit in await reader.search("upgrade")] == ["Written after the upgrade"]
+    await reader.aclose()
+
+
+@pytest.mark.asyncio
 async def test_text_postgresql_cannot_hold_is_refused_clearly(postgres_dsn: str) -> None:
     store = PostgresStore(postgres_dsn)
     with pytest.raises(InvalidArgumentError, match="content.*U\\+0000"):
@@ -151,6 +229,78 @@ async def test_text_postgresql_cannot_hold_is_refused_clearly(postgres_dsn: str)
     with pytest.raises(InvalidArgumentError, match="metadata.*U\\+0000"):
         await store.add("fine", {"k\0": 1})
     assert await store.count() == 0
+    await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_scope_ids_reasons_and_imported_ids_with_nul_are_refused_as_arguments(
+    postgres_dsn: str,
+) -> None:
+    """Text PostgreSQL cannot store is bad input, named; an id holding it names no memory."""
+    store = PostgresStore(postgres_dsn)
+    memory = await store.add("A plain memory")
+    for argument in ("user_id", "agent_id", "session_id"):
+        with pytest.raises(InvalidArgumentError, match=f"{argument}.*U\\+0000"):
+            store.scope(**{argument: "nul \0 inside"})
+    for call in (
+        store.update(memory.id, content="new words", reason="why \0"),
+        store.delete(memory.id, reason="why \0"),
+    ):
+        with pytest.raises(InvalidArgumentError, match="reason.*U\\+0000"):
+            await call
+    created = "2026-01-01T00:00:00.000Z"
+    for record, argument in (
+        (MemoryRecord(id="id \0", content="Copied", created_at=created), "id"),
+        (MemoryRecord(id="x", content="Copied", created_at=created, agent_id="\0"), "agent_id"),
+    ):
+        with pytest.raises(InvalidArgumentError, match=f"{argument} \\(record 0\\).*U\\+0000"):
+            await store.import_records([record])
+    version = MemoryVersion("Old", None, created, "update", None, memory_id="id \0")
+    with pytest.raises(InvalidArgumentError, match="memory_id \\(version 0\\).*U\\+0000"):
+        await store.import_versions([version])
+    missing = "no \0 such id"
+    assert await store.get(missing) is None and await store.history(missing) == []
+    assert await store.delete(missing) is False and await store.update(missing) is None
+    assert await store.existing_ids([missing, memory.id]) == {memory.id}
+    assert [record.content for record in await store.list()] == ["A plain memory"]
+    assert await store.history(memory.id) == []
+    await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_ids_longer_than_an_index_row_holds_are_refused_as_arguments(
+    postgres_dsn: str,
+) -> None:
+    """B-tree index rows hold 2,704 bytes: random ids of 2,700 failed naming an index."""
+    letters = random.Random(7)
+
+    def text(size: int) -> str:
+        return "".join(letters.choices(string.ascii_letters, k=size))
+
+    store = PostgresStore(postgres_dsn)
+    longest = store.scope(user_id=text(1_000), agent_id=text(1_000), session_id=text(600))
+    await longest.add("Kept under the longest scope")
+    with pytest.raises(InvalidArgumentError, match=r"session_id together: 2601 bytes .*2600"):
+        store.scope(user_id=text(1_000), agent_id=text(1_000), session_id=text(601))
+    with pytest.raises(InvalidArgumentError, match=r"together: 2700 bytes"):
+        store.scope(user_id="é" * 1_350)
+    created = "2026-01-01T00:00:00.000Z"
+    kept = MemoryRecord(id=text(2_600), content="A long id", created_at=created)
+    assert await store.import_records([kept]) == 1
+    await store.update(kept.id, content="A long id, changed")
+    assert [version.content for version in await store.history(kept.id)] == ["A long id"]
+    for record, argument in (
+        (MemoryRecord(id=text(2_700), content="Too long", created_at=created), "id"),
+        (
+            MemoryRecord(id="x", content="Long scope", created_at=created, user_id=text(2_700)),
+            "scope ids",
+        ),
+    ):
+        with pytest.raises(InvalidArgumentError, match=f"{argument} \\(record 0\\): 2700 bytes"):
+            await store.import_records([record])
+    missing = text(2_700)
+    assert await store.get(missing) is None and await store.delete(missing) is False
+    assert await store.count() == 2
     await store.aclose()
 
 
@@ -202,7 +352,10 @@ async def test_without_pgvector_keyword_works_and_semantic_names_the_extension(
         memory = await store.add("The user's seat is by the window")
         assert [hit.id for hit in await store.search("window")] == [memory.id]
         for mode in ("semantic", "hybrid"):
-            with pytest.raises(StorageError, match=r"pgvector extension \('vector'\)"):
+            with pytest.raises(
+                StorageError,
+                match=rf"memory store 'memory' \(database '{database}' on .*pgvector extension",
+            ):
                 await store.search("window", {"mode": mode})
         assert _rows(dsn, "SELECT count(*) FROM agentrecall.vectors") == [(1,)]
     finally:
@@ -210,6 +363,28 @@ async def test_without_pgvector_keyword_works_and_semantic_names_the_extension(
         with psycopg.connect(postgres_server.dsn, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
             admin.execute("DROP ROLE IF EXISTS agentrecall_plain")
+
+
+@pytest.mark.asyncio
+async def test_stores_of_several_schemas_create_pgvector_at_once(postgres_dsn: str) -> None:
+    """Each round starts without the extension; every setup finds it missing, and all race."""
+    for round in range(3):
+        with psycopg.connect(postgres_dsn, autocommit=True) as connection:
+            connection.execute("DROP EXTENSION IF EXISTS vector CASCADE")
+        stores = [
+            PostgresStore(postgres_dsn, schema=f"s{round}_{n}", embedder=HashEmbedder(8))
+            for n in range(6)
+        ]
+        try:
+            await asyncio.gather(*(store.setup() for store in stores))
+            for store in stores:
+                memory = await store.add("A note stored by meaning")
+                assert [hit.id for hit in await store.search("note", {"mode": "semantic"})] == [
+                    memory.id
+                ]
+        finally:
+            for store in stores:
+                await store.aclose()
 
 
 @pytest.mark.asyncio

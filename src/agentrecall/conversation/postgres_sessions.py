@@ -15,6 +15,7 @@ from agentrecall.conversation.sessions import (
     record_from_row,
     row_from_record,
 )
+from agentrecall.errors import InvalidArgumentError, StorageError
 
 if TYPE_CHECKING:
     import psycopg
@@ -24,6 +25,10 @@ T = TypeVar("T")
 WHAT = "PostgreSQL conversation store"
 
 _SUFFIX_ROOM = len("_accessed")
+
+MAX_SESSION_ID_BYTES = 2_600
+"""The longest session id, in bytes of UTF-8: the table's primary key, and PostgreSQL limits a
+B-tree index row to 2,704 bytes (ids that do not compress failed from about 2,690)."""
 
 
 def _migrations(table: Any, name: str) -> list[Any]:
@@ -118,11 +123,33 @@ class PostgresSessions:
 
     def get(self, session_id: str) -> SessionRecord | None:
         """Return the session, or ``None``."""
+        if not _storable(session_id):
+            return None
         rows = self._run(lambda c: c.execute(self._sql["get"], (session_id,)).fetchall())
         return record_from_row(rows[0]) if rows else None
 
     def put(self, record: SessionRecord, idle_before: float | None) -> SessionRecord:
-        """Store ``record``, committed before returning (see ``SessionBackend.put``)."""
+        """Store ``record``, committed before returning (see ``SessionBackend.put``).
+
+        Raises:
+            InvalidArgumentError: the session id or agent name holds U+0000, which PostgreSQL
+                text cannot (messages and tags are JSON, which writes it as an escape), or
+                the session id passes :data:`MAX_SESSION_ID_BYTES`.
+        """
+        for argument, value in (
+            ("session_id", record.session_id),
+            ("agent_name", record.agent_name),
+        ):
+            if value is not None and "\0" in value:
+                raise InvalidArgumentError(
+                    f"{argument} holds U+0000 (NUL), which the {self._where} cannot store"
+                )
+        if not _storable(record.session_id):
+            raise InvalidArgumentError(
+                f"session_id: {len(record.session_id.encode())} bytes in UTF-8, more than the "
+                f"{MAX_SESSION_ID_BYTES} the {self._where} can key (PostgreSQL's index rows "
+                "hold at most 2,704 bytes)"
+            )
         row = row_from_record(record, self._where)
         stored = self._run(
             lambda c: c.execute(
@@ -136,6 +163,8 @@ class PostgresSessions:
         self, session_id: str, when: float, idle_before: float | None
     ) -> SessionRecord | None:
         """Return the session marked accessed at ``when`` (see ``SessionBackend.access``)."""
+        if not _storable(session_id):
+            return None
 
         def touch(connection: psycopg.Connection[Any]) -> list[Any]:
             rows = connection.execute(
@@ -153,7 +182,7 @@ class PostgresSessions:
         """Remove one session, or all."""
         if session_id is None:
             self._run(lambda c: c.execute(self._sql["clear"]))
-        else:
+        elif _storable(session_id):
             self._run(lambda c: c.execute(self._sql["delete"], (session_id,)))
 
     def records(self, session_id: str | None) -> list[SessionRecord]:
@@ -184,8 +213,12 @@ class PostgresSessions:
             return operation(connection)
 
     def _setup(self, connection: psycopg.Connection[Any]) -> None:
+        from psycopg import errors
+
         with self._setup_lock:
-            if not self._ready:
+            if self._ready:
+                return
+            try:
                 migrate(
                     connection,
                     schema=self.schema,
@@ -193,7 +226,23 @@ class PostgresSessions:
                     migrations=_migrations(self._name, self.table),
                     what=WHAT,
                 )
-                self._ready = True
+            except errors.DuplicateTable as error:
+                # The schema's names are shared with what else lives there: a PostgresStore
+                # keeps "memories", "history", "stores" and more in the same default schema.
+                raise StorageError(
+                    f"{WHAT}: the {self._where} cannot be created: the schema already holds "
+                    f"something of that name that is not a buffer table ({error}); choose "
+                    "another table= or schema="
+                ) from error
+            self._ready = True
+
+
+def _storable(session_id: str) -> bool:
+    """Whether a stored session may have ``session_id`` (no U+0000, a key short enough)."""
+    return "\0" not in session_id and (
+        len(session_id) * 4 <= MAX_SESSION_ID_BYTES
+        or len(session_id.encode()) <= MAX_SESSION_ID_BYTES
+    )
 
 
 # One statement, so atomic and one round trip: insert a new session, or replace an existing

@@ -12,7 +12,12 @@ from dataclasses import dataclass
 
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall.stores import imports as checks
-from agentrecall.stores.postgres.rows import check_storable, new_row_terms
+from agentrecall.stores.postgres.rows import (
+    check_storable,
+    check_storable_ids,
+    jsonb_text,
+    new_row_terms,
+)
 from agentrecall.stores.postgres.tables import Connection, Tables
 from agentrecall.stores.postgres.termcounts import TermCounts, Terms, tally
 from agentrecall.stores.postgres.writes import (
@@ -48,7 +53,9 @@ class ImportRows:
         for index in range(start, stop):
             item = self.records[index]
             checks.check_import_record(index, item)
-            computed, found = new_row_terms(item.content, item.metadata, f" (record {index})")
+            where = f" (record {index})"
+            check_storable_ids(item, "id", where)
+            computed, found = new_row_terms(item.content, item.metadata, where)
             if item.expires_at is not None and item.expires_at <= self.now:
                 continue
             text, key, encoded, tsv, length = computed
@@ -110,6 +117,9 @@ async def import_versions(
         check_storable(version.content, f"content{where}")
         check_storable(version.metadata, f"metadata{where}")
         check_storable(version.reason, f"reason{where}")
+        check_storable_ids(version, "memory_id", where)
+        if version.metadata is not None:
+            rows[index] = (*rows[index][:2], jsonb_text(version.metadata), *rows[index][3:])
     keyed: list[checks.VersionRow] = []
     for target, start, stop in runs:
         number = await scope_number(connection, tables, target)

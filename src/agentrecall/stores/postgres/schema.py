@@ -38,7 +38,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from psycopg import AsyncConnection, sql
+from psycopg import AsyncConnection, errors, sql
+
+from agentrecall._internal.postgres_schema import lock_key
+from agentrecall.errors import StorageError
 
 MIGRATIONS: list[str] = [
     """
@@ -254,15 +257,26 @@ MIGRATIONS: list[str] = [
 ]
 
 
-async def migrate(connection: AsyncConnection[Any], schema: str) -> int:
+async def migrate(connection: AsyncConnection[Any], schema: str, what: str) -> int:
     """Bring ``schema`` to the newest version in one transaction; return how many migrations ran.
 
     Safe to call from many processes at once: an advisory lock keyed by the schema's name
-    serialises them, and each migration runs once.
+    serialises them, and each migration runs once. It also holds the lock under which the
+    other components of agentrecall create their tables in a schema
+    (:func:`agentrecall._internal.postgres_schema.lock_key`), so a ``BufferMemory`` creating
+    its table in this schema at the same moment waits rather than fails.
+
+    Raises:
+        StorageError: a newer agentrecall migrated the schema (``what`` names the store), or
+            the schema already holds a table of one of the store's names.
     """
     name = sql.Identifier(schema)
     async with connection.transaction():
         await lock_schema(connection, schema)
+        # The lock every other component of agentrecall (a BufferMemory's table) takes to
+        # migrate in this schema: CREATE SCHEMA IF NOT EXISTS of two transactions at once
+        # fails one of them on pg_namespace's unique key. Taken second, so no cycle forms.
+        await connection.execute("SELECT pg_advisory_xact_lock(%s)", [lock_key(schema)])
         await connection.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(name))
         await connection.execute(
             sql.SQL(
@@ -275,9 +289,19 @@ async def migrate(connection: AsyncConnection[Any], schema: str) -> int:
         )
         row = await cursor.fetchone()
         version = int(row[0]) if row else 0
+        check_version(version, schema, what, writable=True)
         for number in range(version, len(MIGRATIONS)):
             text = MIGRATIONS[number].replace("{schema}", name.as_string(connection))
-            await connection.execute(text.encode())
+            try:
+                await connection.execute(text.encode())
+            except errors.DuplicateTable as error:
+                # A buffer's table= (BufferMemory(dsn=...) defaults to this schema too), or
+                # another program's table, took one of the store's names.
+                raise StorageError(
+                    f"{what}: schema '{schema}' already holds a table or index named as one "
+                    f"of PostgresStore's ({error}); give the store another schema=, or move "
+                    "that table"
+                ) from error
             await connection.execute(
                 sql.SQL("INSERT INTO {}.migrations (version) VALUES (%s)").format(name),
                 [number + 1],
@@ -290,3 +314,43 @@ async def lock_schema(connection: AsyncConnection[Any], schema: str) -> None:
     await connection.execute(
         "SELECT pg_advisory_xact_lock(hashtextextended('agentrecall:' || %s, 0))", [schema]
     )
+
+
+async def stored_version(connection: AsyncConnection[Any], schema: str) -> int | None:
+    """Return the version ``schema`` was migrated to, ``None`` when it holds no store tables."""
+    name = sql.Identifier(schema)
+    cursor = await connection.execute(
+        "SELECT to_regclass(%s) IS NOT NULL", [f"{name.as_string(None)}.migrations"]
+    )
+    row = await cursor.fetchone()
+    if not (row and row[0]):
+        return None
+    cursor = await connection.execute(
+        sql.SQL("SELECT coalesce(max(version), 0) FROM {}.migrations").format(name)
+    )
+    row = await cursor.fetchone()
+    return int(row[0]) if row else 0
+
+
+def check_version(version: int, schema: str, what: str, *, writable: bool) -> None:
+    """Refuse a schema this agentrecall cannot serve, as ``SQLiteStore`` refuses such a file.
+
+    A newer agentrecall's schema may hold what this one would not keep up (its migrations
+    are unknown here), so it is refused for reads and writes. An older one lacks tables that
+    reads need; a writable store migrates it first, a read-only one never writes.
+
+    Raises:
+        StorageError: naming ``what`` (the store and its server), the schema and both versions.
+    """
+    latest = len(MIGRATIONS)
+    if version > latest:
+        raise StorageError(
+            f"{what}: schema '{schema}' is at version {version}, newer than this agentrecall "
+            f"knows ({latest}); upgrade agentrecall to open it"
+        )
+    if not writable and version < latest:
+        raise StorageError(
+            f"{what}: schema '{schema}' is at version {version}, older than this "
+            f"agentrecall's ({latest}), and the store is read-only; open it once with "
+            "writable=True (any write, or setup()) to upgrade it"
+        )

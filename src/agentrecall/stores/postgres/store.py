@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from psycopg import sql
 
-from agentrecall._internal.checks import check_ids, check_items, check_limit
+from agentrecall._internal.checks import check_ids, check_items
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall._internal.postgres import (
     AsyncPostgresPool,
@@ -20,7 +20,6 @@ from agentrecall._internal.postgres import (
     ServerAddress,
     parse_dsn,
 )
-from agentrecall._internal.text import check_text
 from agentrecall._internal.together import both
 from agentrecall.embeddings.adapters import store_embedder
 from agentrecall.embeddings.base import Embedder
@@ -33,8 +32,14 @@ from agentrecall.stores.modes import SearchSettings
 from agentrecall.stores.postgres import export, imports, reads, reindex, search, vectors, writes
 from agentrecall.stores.postgres.neighbours import with_neighbours
 from agentrecall.stores.postgres.replica import Replica
-from agentrecall.stores.postgres.schema import lock_schema, migrate
-from agentrecall.stores.postgres.tables import Connection, Tables
+from agentrecall.stores.postgres.rows import check_key_size, check_storable, keyable
+from agentrecall.stores.postgres.schema import (
+    check_version,
+    lock_schema,
+    migrate,
+    stored_version,
+)
+from agentrecall.stores.postgres.tables import Connection, Tables, check_schema
 from agentrecall.stores.postgres.vectors import Vectors
 from agentrecall.stores.records import hits
 from agentrecall.stores.scopes import Scope
@@ -118,7 +123,8 @@ class PostgresStore(front.StoreFront):
       database, after at most ``connect_timeout`` seconds; the pool checks a connection
       before lending it, so once the server is back the next call succeeds.
 
-    Limits: content and metadata cannot hold U+0000 (PostgreSQL text cannot); an integer in
+    Limits: content, metadata, scope ids, reasons and imported ids cannot hold U+0000
+    (PostgreSQL text cannot; refused as bad arguments); an integer in
     metadata beyond 64 bits compares exactly in filters (SQLite compares it as a float). See
     ``docs/postgres.md``.
     """
@@ -171,7 +177,14 @@ class PostgresStore(front.StoreFront):
             session_key: the metadata key naming a memory's session in conversation mode.
             pool_size: the most connections the store (and its views) opens at once, to the
                 primary, and as many again to the replica with ``read_dsn``.
-            connect_timeout: seconds to wait for the server (or the replica) before raising.
+            connect_timeout: seconds to wait for the server (or the replica) before raising:
+                whole seconds, at least 2 (libpq's floor), rounded up. A ``connect_timeout``
+                in the DSN wins. It bounds connecting, not a statement on a connection
+                already open: a server that stops answering mid-call without closing the
+                connection (its process frozen, a network dropping packets) keeps the call
+                waiting for TCP, which libpq's ``tcp_user_timeout`` (in the DSN) bounds for
+                unacknowledged packets, or indefinitely while the server's host still
+                acknowledges them.
             read_dsn: the connection string of a read replica (a streaming standby of the
                 primary, or a pooler or load balancer in front of several) to send searches
                 and plain reads to; ``None`` reads from the primary. A replica that cannot
@@ -184,13 +197,11 @@ class PostgresStore(front.StoreFront):
         """
         self._configure(name, description, max_search_results, writable, extraction, ttl)
         self._address = parse_dsn(dsn)
-        if not isinstance(schema, str) or not schema.strip():
-            raise InvalidArgumentError(f"schema must be a non-blank string, got {schema!r}")
-        check_text(schema, "schema")
-        check_limit(pool_size, "pool_size")
-        if pool_size is None:
-            raise InvalidArgumentError("pool_size must be an integer of at least 1, got None")
-        self._schema = schema
+        self._schema = check_schema(schema)
+        if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
+            raise InvalidArgumentError(
+                f"pool_size must be an integer of at least 1, got {pool_size!r}"
+            )
         options = ConnectionOptions(connect_timeout=connect_timeout)
         pool = AsyncPostgresPool(
             dsn, what=f"memory store '{name}'", min_size=1, max_size=pool_size, options=options
@@ -237,15 +248,38 @@ class PostgresStore(front.StoreFront):
     async def setup(self) -> None:
         """Create or migrate the tables and register this store's name now (idempotent).
 
-        Safe to run from many processes at once (an advisory lock serialises migrations).
+        Safe to run from many processes at once (an advisory lock serialises migrations). A
+        read-only store creates nothing: it connects and checks the schema's version, as
+        ``SQLiteStore`` opens its file, so a memory manager may ``initialize()`` it.
 
         Raises:
-            InvalidArgumentError: the store is read-only (it never writes).
             ServerUnavailableError: the server cannot be reached (retryable).
-            StorageError: any other failure, naming the database.
+            StorageError: any other failure, naming the database (also a schema this
+                agentrecall cannot read).
         """
-        self._check_writable()
         await self._ready()
+
+    def scope(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        name: str | None = None,
+    ) -> PostgresStore:
+        """Return a view of one user, agent or session, as :meth:`StoreFront.scope` does.
+
+        Raises:
+            InvalidArgumentError: an id is not a non-blank string, or holds U+0000, which
+                PostgreSQL text cannot store, or the ids pass 2,600 bytes together
+                (:data:`.rows.MAX_KEY_BYTES`).
+        """
+        view = super().scope(user_id=user_id, agent_id=agent_id, session_id=session_id, name=name)
+        ids = view._scope.columns()
+        for argument, value in ids.items():
+            check_storable(value, argument)
+        check_key_size(list(ids.values()), "user_id, agent_id and session_id together")
+        return view
 
     def on_primary(self) -> PostgresStore:
         """Return a view of this store whose reads all go to the primary, never the replica.
@@ -301,7 +335,7 @@ class PostgresStore(front.StoreFront):
         Raises:
             InvalidArgumentError: ``memory_ids`` is a single string, or an id is not a string.
         """
-        ids = list(dict.fromkeys(check_ids(memory_ids)))
+        ids = [i for i in dict.fromkeys(check_ids(memory_ids)) if keyable(i)]
         if not ids:
             return set()
         # On the primary: an import must not take an id the replica has not seen yet.
@@ -498,9 +532,18 @@ class PostgresStore(front.StoreFront):
             where, params = tables.where(conditions, now)
             return await vectors.nearest(connection, tables, model, vector, where, params, wanted)
 
-        return await self._read(read, [])
+        try:
+            return await self._read(read, [])
+        except vectors.SemanticUnavailableError as error:
+            # As every other failure of the store does, it names the store and the database.
+            raise vectors.SemanticUnavailableError(
+                f"memory store '{self._root_name}' ({self._address}): {error}"
+            ) from None
 
     async def _get(self, memory_id: str, conditions: front.Conditions) -> MemoryRecord | None:
+        if not keyable(memory_id):
+            return None
+
         async def read(connection: Connection, tables: Tables) -> MemoryRecord | None:
             where, params = tables.where(conditions, utc_timestamp())
             return await reads.get(connection, tables, memory_id, where, params)
@@ -508,6 +551,9 @@ class PostgresStore(front.StoreFront):
         return await self._read(read, None)
 
     async def _update(self, memory_id: str, change: front.Change) -> MemoryRecord | None:
+        check_storable(change.reason, "reason")
+        if not keyable(memory_id):
+            return None
         found = None if change.content is None else await self._prepare([change.content])
         write = writes.update
         return await self._write(
@@ -515,6 +561,11 @@ class PostgresStore(front.StoreFront):
         )
 
     async def _remove(self, ids: front.Ids | None, reason: str | None) -> int:
+        check_storable(reason, "reason")
+        if ids is not None:
+            ids = [memory_id for memory_id in ids if keyable(memory_id)]
+            if not ids:
+                return 0
         return await self._write(writes.remove, self._scope, ids, reason)
 
     async def _page(
@@ -534,6 +585,8 @@ class PostgresStore(front.StoreFront):
         return await self._read(read, 0)
 
     async def _history(self, memory_id: str) -> front.Versions:
+        if not keyable(memory_id):
+            return []
         read = functools.partial(reads.history, scope=self._scope, memory_id=memory_id)
         return await self._read(read, [])
 
@@ -566,10 +619,14 @@ class PostgresStore(front.StoreFront):
 
     async def _register(self, connection: Connection) -> int | None:
         """Migrate and add the store's row (writable), or look the row up (read-only)."""
+        what = f"memory store '{self._root_name}' ({self._address})"
         if self.writable:
-            await migrate(connection, self._schema)
-        elif not await _exists(connection, self._schema):
-            return None
+            await migrate(connection, self._schema, what)
+        else:
+            version = await stored_version(connection, self._schema)
+            if version is None:
+                return None
+            check_version(version, self._schema, what, writable=False)
         schema = sql.Identifier(self._schema)
         async with connection.transaction():
             if self.writable:
@@ -743,11 +800,3 @@ async def _retried(attempt: Callable[[], Awaitable[T]]) -> T:
             if state not in _RETRYABLE or number == RETRIES - 1:
                 raise
     raise AssertionError("unreachable: the last attempt returns or raises")
-
-
-async def _exists(connection: Connection, schema: str) -> bool:
-    """Return whether ``schema`` holds the store tables (a read-only store never creates them)."""
-    name = f"{sql.Identifier(schema).as_string(None)}.stores"
-    cursor = await connection.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
-    row = await cursor.fetchone()
-    return bool(row and row[0])

@@ -12,12 +12,41 @@ from typing import Any
 
 from psycopg import AsyncConnection, sql
 
+from agentrecall._internal.postgres_schema import MAX_IDENTIFIER
+from agentrecall._internal.text import check_text
+from agentrecall.errors import InvalidArgumentError
 from agentrecall.stores.front import Conditions
 from agentrecall.stores.postgres.filters import to_postgres
 from agentrecall.stores.scopes import Scope
 
 Params = list[object]
 Connection = AsyncConnection[Any]
+
+
+def check_schema(schema: object) -> str:
+    """Return ``schema`` once it can name the store's own schema, or refuse it.
+
+    Any text PostgreSQL keeps apart from every other name is accepted (names are quoted, so
+    case and spaces count), except:
+
+    * more than :data:`MAX_IDENTIFIER` bytes of UTF-8: the server cuts a longer name without a
+      word, so two long names sharing their first 63 bytes would share one set of tables;
+    * ``$``: the migrations write the quoted name inside ``$$``-quoted function bodies;
+    * a ``pg_`` prefix, which PostgreSQL keeps for its own schemas, and U+0000.
+
+    Raises:
+        InvalidArgumentError: naming ``schema`` and what is expected.
+    """
+    if not isinstance(schema, str) or not schema.strip():
+        raise InvalidArgumentError(f"schema must be a non-blank string, got {schema!r}")
+    check_text(schema, "schema")
+    size = len(schema.encode())
+    if size > MAX_IDENTIFIER or "$" in schema or "\0" in schema or schema.startswith("pg_"):
+        raise InvalidArgumentError(
+            f"schema must be a PostgreSQL name of at most {MAX_IDENTIFIER} bytes in UTF-8, "
+            f"without '$' or NUL and not starting with 'pg_'; got {schema!r} ({size} bytes)"
+        )
+    return schema
 
 
 @dataclass(frozen=True, slots=True)

@@ -131,7 +131,7 @@ def _refuse_other(tables: Tables, vectors: Vectors, held: tuple[Any, Any]) -> No
     """Raise unless the store's recorded ``held`` model is none yet or that of ``vectors``."""
     if held[0] is not None and held != (vectors.model_id, vectors.dimension):
         raise InvalidArgumentError(
-            f"store number {tables.store} holds vectors of model '{held[0]}' (dimension "
+            f"the store holds vectors of model '{held[0]}' (dimension "
             f"{held[1]}), and this store was given an embedder of model '{vectors.model_id}' "
             f"(dimension {vectors.dimension}); vectors of two models cannot be compared. Give "
             f"the store an embedder of model '{held[0]}', or rebuild the vectors with this "
@@ -183,7 +183,20 @@ async def index_if_empty(connection: Connection, tables: Tables, dimension: int)
 
 
 async def _create_extension(connection: Connection) -> bool:
-    """Create pgvector unless it is there; return whether it is (a role may not create it)."""
+    """Create pgvector unless it is there; return whether it is (a role may not create it).
+
+    Runs in the caller's transaction, under an advisory lock of the database held until it
+    ends: ``IF NOT EXISTS`` does not keep two transactions that both found the extension
+    missing (stores of two schemas set up at once) from both creating it, and the second
+    would fail on the unique key of ``pg_extension``; under the lock it waits for the first,
+    then finds the extension.
+    """
+    if await _has_extension(connection):
+        return True
+    # Schema names hold no '$' (check_schema), so no schema's lock has this key.
+    await connection.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended('agentrecall$vector', 0))"
+    )
     if await _has_extension(connection):
         return True
     try:
