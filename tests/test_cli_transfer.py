@@ -556,3 +556,21 @@ def test_a_terminal_gets_a_progress_bar_and_a_pipe_does_not(
         [*command, "export", "-o", str(tmp_path / "y.jsonl")], capture_output=True, check=True
     )
     assert piped.stderr == b""
+
+
+def test_counts_in_import_errors_are_in_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def one_version() -> None:
+        async with SQLiteStore(tmp_path / "a.db") as store:
+            [added] = await store.add_many([("The user likes tea.", None)])
+            await store.update(added.id, content="The user likes green tea.")
+
+    asyncio.run(one_version())
+    file = tmp_path / "x.jsonl"
+    ok(capsys, "--db", str(tmp_path / "a.db"), "export", "-o", str(file))
+    err = fail(capsys, "--path", str(tmp_path / "t.json"), "import", str(file))
+    assert "holds 1 version of history and the store keeps none" in err
+    header, memory, _ = file.read_bytes().splitlines(keepends=True)
+    err = fail(capsys, "--db", str(tmp_path / "b.db"), "import", "-", stdin=header + memory)
+    assert "the file ends after 1 memory and 0 versions" in err

@@ -307,6 +307,14 @@ def test_a_setting_libpq_refuses_is_not_retryable(postgres_dsn: str) -> None:
     assert not isinstance(caught.value, ServerUnavailableError)
 
 
+def test_encryption_the_server_does_not_offer_is_not_retryable(postgres_dsn: str) -> None:
+    pool = PostgresPool(f"{postgres_dsn} sslmode=require", what=WHAT)
+    with pytest.raises(StorageError, match="does not offer the encryption") as caught:
+        _select_one(pool)
+    assert not isinstance(caught.value, ServerUnavailableError)
+    assert "sslmode" in str(caught.value)
+
+
 def test_an_unparsable_dsn_is_refused_without_repeating_its_values() -> None:
     with pytest.raises(InvalidArgumentError, match="not a valid PostgreSQL") as caught:
         parse_dsn("host=h password=hunter2 oops")

@@ -20,6 +20,7 @@ from typing import Any, BinaryIO
 from agentrecall._internal.binding import wait_for_binding
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall._internal.switching import short_turns
+from agentrecall._internal.text import plural
 from agentrecall.errors import InvalidArgumentError, InvalidFileError
 from agentrecall.export_format import (
     SCOPE_KEYS,
@@ -216,7 +217,8 @@ async def import_stream(
     header = parse_header(first, where)
     if header.versions and Capability.HISTORY not in _capabilities(store):
         raise InvalidArgumentError(
-            f"{where} holds {header.versions} versions of history and the store keeps none; "
+            f"{where} holds {plural(header.versions, 'version')} of history and the store "
+            "keeps none; "
             "import it into an SQLite or PostgreSQL store (--db, --store or --dsn)"
         )
     loader.total = header.memories + header.versions
@@ -330,16 +332,17 @@ class _LineReader:
             if self._memories > header.memories or self._versions > header.versions:
                 raise self._invalid(
                     number,
-                    f"more lines than the header announces ({header.memories} memories, "
-                    f"{header.versions} versions)",
+                    "more lines than the header announces "
+                    f"({plural(header.memories, 'memory', 'memories')}, "
+                    f"{plural(header.versions, 'version')})",
                 )
             return number, item
         if (self._memories, self._versions) != (header.memories, header.versions):
             raise self._invalid(
                 self._last + 1,
-                f"the file ends after {self._memories} memories and {self._versions} "
-                f"versions, and its header announces {header.memories} and "
-                f"{header.versions}: is it truncated?",
+                f"the file ends after {plural(self._memories, 'memory', 'memories')} and "
+                f"{plural(self._versions, 'version')}, and its header announces "
+                f"{header.memories} and {header.versions}: is it truncated?",
             )
         return None
 

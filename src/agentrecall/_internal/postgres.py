@@ -75,6 +75,9 @@ _LOGIN_REFUSED = (
 )
 # libpq refusing a setting of the DSN before it connects ("invalid sslmode value").
 _BAD_SETTING = ("invalid ", "unrecognized ")
+# A server without the encryption the DSN requires (sslmode=require, gssencmode=require): the
+# same answer however often it is asked.
+_NO_ENCRYPTION = ("but SSL was required", "GSSAPI encryption required", "SSL is not enabled")
 _NO_DATABASE = re.compile(r'database "(?:[^"]|"")*" does not exist')
 
 # The libpq environment variable of each connection parameter this module reads.
@@ -262,7 +265,7 @@ def is_unavailable(error: BaseException, *, broken: bool = False) -> bool:
         return False
     text = str(error)
     return not _NO_DATABASE.search(text) and not any(
-        phrase in text for phrase in (*_LOGIN_REFUSED, *_BAD_SETTING)
+        phrase in text for phrase in (*_LOGIN_REFUSED, *_BAD_SETTING, *_NO_ENCRYPTION)
     )
 
 
@@ -302,6 +305,11 @@ def translate(
     if state is None and any(phrase in detail for phrase in _BAD_SETTING):
         return StorageError(
             f"{what}: the DSN of {address} has a setting libpq refuses; fix the DSN ({detail})"
+        )
+    if any(phrase in detail for phrase in _NO_ENCRYPTION):
+        return StorageError(
+            f"{what}: {address.host}:{address.port} does not offer the encryption the DSN "
+            f"requires; enable it on the server or change sslmode / gssencmode ({detail})"
         )
     if any(phrase in detail for phrase in _LOGIN_REFUSED) and isinstance(
         error, psycopg.OperationalError

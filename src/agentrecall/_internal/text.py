@@ -47,3 +47,10 @@ def escape_surrogates(json_text: str) -> str:
     inside a string.
     """
     return _SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", json_text)
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """Return ``"1 memory"``, ``"2 memories"``: ``count`` and ``word``, made plural when needed."""
+    if count == 1:
+        return f"{count} {word}"
+    return f"{count} {many or word + 's'}"

@@ -152,10 +152,3 @@ def emit(args: argparse.Namespace, data: Any, text: str) -> None:
 def scope_of(args: argparse.Namespace) -> dict[str, str]:
     """Return the scope options given, by attribute name."""
     return {name: getattr(args, name) for name in SCOPE_OPTIONS if hasattr(args, name)}
-
-
-def plural(count: int, word: str, many: str | None = None) -> str:
-    """Return ``"1 memory"``, ``"2 memories"``: ``count`` and ``word``, made plural when needed."""
-    if count == 1:
-        return f"{count} {word}"
-    return f"{count} {many or word + 's'}"

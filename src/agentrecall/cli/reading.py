@@ -11,8 +11,9 @@ import dataclasses
 import json
 from typing import Any
 
+from agentrecall._internal.text import plural
 from agentrecall.cli import report, tables, values
-from agentrecall.cli.options import Parents, command, emit, plural, wants_json
+from agentrecall.cli.options import Parents, command, emit, wants_json
 from agentrecall.stores.base import Capability
 from agentrecall.sync import SyncStore
 from agentrecall.types import MemoryRecord

@@ -8,9 +8,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agentrecall._internal.text import plural
 from agentrecall.cli import opening, report
 from agentrecall.cli.embedding import LOCAL, embedder_named
-from agentrecall.cli.options import Parents, command, emit, plural
+from agentrecall.cli.options import Parents, command, emit
 from agentrecall.cli.progress import terminal_bar
 from agentrecall.cli.reading import SEARCH_MODES
 from agentrecall.errors import InvalidArgumentError

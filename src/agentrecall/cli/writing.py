@@ -10,8 +10,9 @@ import argparse
 import sys
 from typing import Any
 
+from agentrecall._internal.text import plural
 from agentrecall.cli import opening, report, values
-from agentrecall.cli.options import Parents, command, emit, plural, scope_of, wants_json
+from agentrecall.cli.options import Parents, command, emit, scope_of, wants_json
 from agentrecall.cli.reading import not_found, record_json
 from agentrecall.stores.base import Capability
 from agentrecall.sync import SyncStore

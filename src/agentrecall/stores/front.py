@@ -156,6 +156,7 @@ class StoreFront:
         """
         if not isinstance(name, str) or not name.strip():
             raise InvalidArgumentError(f"name must be a non-blank string, got {name!r}")
+        check_optional_text(description, "description")
         check_limit(max_search_results, "max_search_results")
         if not isinstance(writable, bool):
             raise InvalidArgumentError(f"writable must be True or False, got {writable!r}")

@@ -14,6 +14,7 @@ from agentrecall._internal.checks import (
     check_items,
     check_limit,
     check_offset,
+    check_optional_text,
     check_record,
 )
 from agentrecall._internal.clock import utc_timestamp
@@ -130,6 +131,7 @@ class JsonFileStore:
         """
         if not isinstance(name, str) or not name.strip():
             raise InvalidArgumentError(f"name must be a non-blank string, got {name!r}")
+        check_optional_text(description, "description")
         check_limit(max_search_results, "max_search_results")
         for flag, value in (("writable", writable), ("persist", persist)):
             if not isinstance(value, bool):

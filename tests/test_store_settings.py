@@ -1,0 +1,33 @@
+"""The settings every store takes, checked alike by each (``StoreFront._configure``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentrecall import InvalidArgumentError, JsonFileStore, SQLiteStore
+
+
+@pytest.mark.parametrize("description", [5, b"bytes", ["a list"], "lone \ud800 surrogate"])
+@pytest.mark.parametrize("kind", ["json", "sqlite"])
+def test_a_description_that_is_not_text_is_refused_naming_it(
+    tmp_path: Path, kind: str, description: object
+) -> None:
+    with pytest.raises(InvalidArgumentError, match="description"):
+        if kind == "json":
+            JsonFileStore(name="notes", path=str(tmp_path / "m.json"), description=description)  # type: ignore[arg-type]
+        else:
+            SQLiteStore(tmp_path / "m.db", description=description)  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("kind", ["json", "sqlite"])
+def test_a_text_description_or_none_is_kept(tmp_path: Path, kind: str) -> None:
+    for description in ("Facts about the user.", None):
+        store = (
+            JsonFileStore(name="notes", path=str(tmp_path / "m.json"), description=description)
+            if kind == "json"
+            else SQLiteStore(tmp_path / "m.db", description=description)
+        )
+        assert store.description == description
