@@ -197,7 +197,7 @@ class SyncStore:
         created_after: Moment = None,
         created_before: Moment = None,
     ) -> Records:
-        """Return memories oldest first; the filter keywords need ``Capability.FILTER``."""
+        """Return memories first stored first; the filter keywords need ``Capability.FILTER``."""
         bounds = self._bounds(filter, created_after, created_before)
         result: Records = self._call("list", Capability.LIST, offset=offset, limit=limit, **bounds)
         return result

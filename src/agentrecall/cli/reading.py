@@ -161,7 +161,7 @@ def _list_parser(commands: Any, parents: Parents) -> None:
         commands,
         "list",
         parents.store,
-        help=f"list memories, newest first, {DEFAULT_LIMIT} at a time",
+        help=f"list memories, the last stored first, {DEFAULT_LIMIT} at a time",
         example="agentrecall list\nagentrecall list --oldest --offset 20 --limit 50\n"
         "agentrecall --json list --all --user-id alice > alice.json",
     )
@@ -176,7 +176,7 @@ def _list_parser(commands: Any, parents: Parents) -> None:
     listing.add_argument(
         "--offset", type=values.offset, default=0, help="skip the first N (default 0)"
     )
-    listing.add_argument("--oldest", action="store_true", help="oldest first")
+    listing.add_argument("--oldest", action="store_true", help="the first stored first")
     add_bounds(listing)
     listing.set_defaults(command=_list, verb="list", reads_only=True)
 

@@ -416,7 +416,10 @@ class StoreFront:
         created_after: datetime | str | None = None,
         created_before: datetime | str | None = None,
     ) -> RecordList:
-        """Return memories oldest first, skipping ``offset`` and returning at most ``limit``.
+        """Return memories in the order they were stored, skipping ``offset``, at most ``limit``.
+
+        The first stored comes first. An import stores its records in its source's order, so
+        records imported with times out of order keep that order rather than their times'.
 
         Raises:
             InvalidArgumentError: ``offset`` is not an integer from 0 to 2**63 - 1, ``limit``
