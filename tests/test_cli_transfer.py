@@ -574,3 +574,14 @@ def test_counts_in_import_errors_are_in_words(
     header, memory, _ = file.read_bytes().splitlines(keepends=True)
     err = fail(capsys, "--db", str(tmp_path / "b.db"), "import", "-", stdin=header + memory)
     assert "the file ends after 1 memory and 0 versions" in err
+
+
+def test_a_bad_strands_file_to_import_is_named_once_and_as_a_source(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "x.json"
+    source.write_text('[{"id": "a", "content": "no time"}]', encoding="utf-8")
+    err = fail(capsys, "--db", str(tmp_path / "b.db"), "import", str(source))
+    assert f"'{source}': record 0: each record needs string 'id', 'content'" in err
+    assert "''" not in err and "left unchanged" not in err
+    assert not (tmp_path / "b.db").exists()

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import inspect
+import weakref
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from datetime import datetime, timedelta
 from types import TracebackType
@@ -39,8 +42,10 @@ class SyncStore:
     keywords left at ``None`` are not passed on, so any store takes the plain calls.
 
     Use it as a context manager, or call :meth:`close` when done: that also closes the store
-    (its ``aclose()``, for example an :class:`~agentrecall.SQLiteStore`'s connection). It
-    refuses to run inside a running event loop (``await`` the store there).
+    (its ``aclose()``, for example an :class:`~agentrecall.SQLiteStore`'s connection). One
+    left open is closed when the interpreter exits, so its store's connections end cleanly
+    rather than with their tasks destroyed on a dropped loop. It refuses to run inside a
+    running event loop (``await`` the store there).
 
     Example::
 
@@ -264,6 +269,7 @@ class SyncStore:
                     self._runner.run(aclose())
         finally:
             self._runner.close()
+            _open.discard(self)
 
     def __enter__(self) -> SyncStore:
         return self
@@ -279,6 +285,7 @@ class SyncStore:
     def _run(self, store: MemoryStore, coro: Coroutine[Any, Any, T]) -> T:
         if not any(used is store for used in self._used):
             self._used.append(store)
+        _open.add(self)
         return self._runner.run(coro)
 
     def _call(self, method: str, capability: Capability | None, *args: Any, **kwargs: Any) -> Any:
@@ -340,3 +347,15 @@ def _in_running_loop() -> bool:
     except RuntimeError:
         return False
     return True
+
+
+_open: weakref.WeakSet[SyncStore] = weakref.WeakSet()
+"""Facades that ran a call since their last close."""
+
+
+@atexit.register
+def _close_left_open() -> None:
+    """Close the facades still open at exit; a store that cannot close is left as it is."""
+    for facade in list(_open):
+        with contextlib.suppress(Exception):
+            facade.close()

@@ -236,7 +236,7 @@ def _first_line(stream: BinaryIO) -> tuple[bytes, bytes]:
 
 def _strands_records(first: bytes, stream: BinaryIO, where: str) -> list[tuple[int, MemoryRecord]]:
     """Read the rest of a Strands file; return its records, numbered from 0 as its errors are."""
-    records = parse_records(first + stream.read(), where)
+    records = parse_records(first + stream.read(), where, imported=True)
     return [(i, memory_record(r)) for i, r in enumerate(records)]
 
 

@@ -153,7 +153,7 @@ def parse_dsn(dsn: object, argument: str = "dsn") -> ServerAddress:
         params = psycopg.conninfo.conninfo_to_dict(dsn)
     except psycopg.Error as error:
         # Quoted parts of libpq's message are pieces of the DSN, maybe of the password.
-        detail = re.sub(r'"[^"]*"', '"..."', str(error))
+        detail = " ".join(re.sub(r'"[^"]*"', '"..."', str(error)).split())  # libpq ends in \n
         raise InvalidArgumentError(
             f"{argument} is not a valid PostgreSQL connection string ({detail}); expected "
             "'postgresql://user@host:5432/database' or 'host=... dbname=... user=...'"

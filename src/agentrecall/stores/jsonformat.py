@@ -23,28 +23,31 @@ _FIELDS_PROBLEM = "each record needs string 'id', 'content' and 'createdAt' fiel
 _METADATA_PROBLEM = "a record's 'metadata', when present, must be a JSON object or null"
 
 
-def parse_records(data: bytes, where: str) -> list[Record]:
+def parse_records(data: bytes, where: str, *, imported: bool = False) -> list[Record]:
     """Parse and check a whole file; ``where`` names it in errors.
 
     Accepts what the reference reads: UTF-8 with or without a BOM (and the other encodings
-    ``json.loads`` detects), records with extra keys, ``metadata: null``.
+    ``json.loads`` detects), records with extra keys, ``metadata: null``. ``imported`` says
+    the file is a source to copy from rather than a store's own file: messages then read
+    ``"<where>: <problem>"``, ``where`` as the caller words it.
 
     Raises:
         InvalidFileError: the bytes are not text, not JSON, not an array, or a record is
             malformed; the message names the file and the first problem found.
     """
+    invalid = _import_problem if imported else _invalid
     try:
         parsed = json.loads(data)
     except UnicodeDecodeError as error:
-        raise _invalid(where, f"it is not UTF-8 text ({error})") from error
+        raise invalid(where, f"it is not UTF-8 text ({error})") from error
     except json.JSONDecodeError as error:
-        raise _invalid(where, f"invalid JSON: {error}") from error
+        raise invalid(where, f"invalid JSON: {error}") from error
     except (ValueError, RecursionError) as error:
         # Valid JSON that Python will not load: nesting past the recursion limit, or an
         # integer longer than the interpreter's digit limit.
-        raise _invalid(where, f"it cannot be loaded ({error})") from error
+        raise invalid(where, f"it cannot be loaded ({error})") from error
     if not isinstance(parsed, list):
-        raise _invalid(where, "expected a JSON array of memory records")
+        raise invalid(where, "expected a JSON array of memory records")
     for index, record in enumerate(parsed):
         if not (
             isinstance(record, dict)
@@ -52,10 +55,10 @@ def parse_records(data: bytes, where: str) -> list[Record]:
             and isinstance(record.get("content"), str)
             and isinstance(record.get("createdAt"), str)
         ):
-            raise _invalid(where, f"record {index}: {_FIELDS_PROBLEM}")
+            raise invalid(where, f"record {index}: {_FIELDS_PROBLEM}")
         metadata = record.get("metadata")
         if metadata is not None and not isinstance(metadata, dict):
-            raise _invalid(where, f"record {index}: {_METADATA_PROBLEM}")
+            raise invalid(where, f"record {index}: {_METADATA_PROBLEM}")
     return parsed
 
 
@@ -96,3 +99,7 @@ def _invalid(where: str, problem: str) -> InvalidFileError:
         f"memory file '{where}' is not usable: {problem}; it was left unchanged",
         path=where,
     )
+
+
+def _import_problem(where: str, problem: str) -> InvalidFileError:
+    return InvalidFileError(f"{where}: {problem}", path=where)
