@@ -1248,11 +1248,25 @@ def read_terminal(master: int, until: Callable[[str], bool] = lambda text: False
     return text
 
 
+def ctrl_c_as_on_a_terminal() -> None:
+    """In a child before it runs: SIGINT does what a terminal's Ctrl-C does.
+
+    A test run started in the background by a shell without job control ignores SIGINT, and
+    its children would inherit that.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_on_terminal(argv: list[str], home: Path) -> tuple[subprocess.Popen[str], int]:
     """Start ``argv`` with stderr on a new pseudo-terminal; return it and the terminal's end."""
     master, slave = os.openpty()
     process = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=slave, env=cli_env(home), text=True
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        env=cli_env(home),
+        text=True,
+        preexec_fn=ctrl_c_as_on_a_terminal,
     )
     os.close(slave)
     return process, master

@@ -290,6 +290,8 @@ def test_ctrl_c_mid_migrate_leaves_no_destination(tmp_path: Path) -> None:
     before = _files(tmp_path)
     script = (
         "import asyncio, os, signal, sys\n"
+        # As a terminal's Ctrl-C, even in a test run a shell started with SIGINT ignored.
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "from agentrecall.migrate import migrate_files\n"
         "def progress(done, total):\n"
         "    if done:\n"
