@@ -25,6 +25,20 @@ VERSION_TABLE = "agentrecall_versions"
 MAX_IDENTIFIER = 63
 """PostgreSQL's longest identifier, in bytes; longer ones are cut silently by the server."""
 
+MAX_KEY_BYTES = 2_600
+"""The most bytes (UTF-8) of text kept as a key of a B-tree index (a memory id, a scope's ids
+together, a session id): PostgreSQL limits an index row to 2,704 bytes, and ids that do not
+compress failed from about 2,680 bytes with an error naming the index."""
+
+
+def keyable(text: str) -> bool:
+    """Whether ``text`` can be such a key: no U+0000, at most :data:`MAX_KEY_BYTES` of UTF-8."""
+    # No character takes more than four bytes: most texts are answered without encoding them.
+    return "\0" not in text and (
+        len(text) * 4 <= MAX_KEY_BYTES or len(text.encode()) <= MAX_KEY_BYTES
+    )
+
+
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agentrecall._internal.postgres import PostgresPool
-from agentrecall._internal.postgres_schema import check_identifier, migrate
+from agentrecall._internal.postgres_schema import MAX_KEY_BYTES, check_identifier, keyable, migrate
 from agentrecall.conversation.sessions import (
     COLUMNS,
     SessionRecord,
@@ -25,10 +25,6 @@ T = TypeVar("T")
 WHAT = "PostgreSQL conversation store"
 
 _SUFFIX_ROOM = len("_accessed")
-
-MAX_SESSION_ID_BYTES = 2_600
-"""The longest session id, in bytes of UTF-8: the table's primary key, and PostgreSQL limits a
-B-tree index row to 2,704 bytes (ids that do not compress failed from about 2,690)."""
 
 
 def _migrations(table: Any, name: str) -> list[Any]:
@@ -123,7 +119,7 @@ class PostgresSessions:
 
     def get(self, session_id: str) -> SessionRecord | None:
         """Return the session, or ``None``."""
-        if not _storable(session_id):
+        if not keyable(session_id):
             return None
         rows = self._run(lambda c: c.execute(self._sql["get"], (session_id,)).fetchall())
         return record_from_row(rows[0]) if rows else None
@@ -134,7 +130,8 @@ class PostgresSessions:
         Raises:
             InvalidArgumentError: the session id or agent name holds U+0000, which PostgreSQL
                 text cannot (messages and tags are JSON, which writes it as an escape), or
-                the session id passes :data:`MAX_SESSION_ID_BYTES`.
+                the session id (the table's key) passes
+                :data:`~agentrecall._internal.postgres_schema.MAX_KEY_BYTES`.
         """
         for argument, value in (
             ("session_id", record.session_id),
@@ -144,10 +141,10 @@ class PostgresSessions:
                 raise InvalidArgumentError(
                     f"{argument} holds U+0000 (NUL), which the {self._where} cannot store"
                 )
-        if not _storable(record.session_id):
+        if not keyable(record.session_id):
             raise InvalidArgumentError(
                 f"session_id: {len(record.session_id.encode())} bytes in UTF-8, more than the "
-                f"{MAX_SESSION_ID_BYTES} the {self._where} can key (PostgreSQL's index rows "
+                f"{MAX_KEY_BYTES} the {self._where} can key (PostgreSQL's index rows "
                 "hold at most 2,704 bytes)"
             )
         row = row_from_record(record, self._where)
@@ -163,7 +160,7 @@ class PostgresSessions:
         self, session_id: str, when: float, idle_before: float | None
     ) -> SessionRecord | None:
         """Return the session marked accessed at ``when`` (see ``SessionBackend.access``)."""
-        if not _storable(session_id):
+        if not keyable(session_id):
             return None
 
         def touch(connection: psycopg.Connection[Any]) -> list[Any]:
@@ -182,7 +179,7 @@ class PostgresSessions:
         """Remove one session, or all."""
         if session_id is None:
             self._run(lambda c: c.execute(self._sql["clear"]))
-        elif _storable(session_id):
+        elif keyable(session_id):
             self._run(lambda c: c.execute(self._sql["delete"], (session_id,)))
 
     def records(self, session_id: str | None) -> list[SessionRecord]:
@@ -235,14 +232,6 @@ class PostgresSessions:
                     "another table= or schema="
                 ) from error
             self._ready = True
-
-
-def _storable(session_id: str) -> bool:
-    """Whether a stored session may have ``session_id`` (no U+0000, a key short enough)."""
-    return "\0" not in session_id and (
-        len(session_id) * 4 <= MAX_SESSION_ID_BYTES
-        or len(session_id.encode()) <= MAX_SESSION_ID_BYTES
-    )
 
 
 # One statement, so atomic and one round trip: insert a new session, or replace an existing

@@ -10,6 +10,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from agentrecall._internal.postgres_schema import MAX_KEY_BYTES
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.retrieval.keywords import distinct_terms
 from agentrecall.stores.contentkeys import content_hash
@@ -102,11 +103,6 @@ def new_row_terms(
 SCOPE_FIELDS = ("user_id", "agent_id", "session_id")
 """The scope ids of a record or a version."""
 
-MAX_KEY_BYTES = 2_600
-"""The most bytes (UTF-8) of a memory id, and of a scope's three ids together. They are keys of
-B-tree indexes, whose rows PostgreSQL limits to 2,704 bytes: ids that do not compress failed
-from about 2,680 bytes with an error naming an index."""
-
 
 def check_storable_ids(item: object, id_field: str, where: str) -> None:
     """Refuse an imported record's or version's id, or scope ids, that PostgreSQL cannot key.
@@ -137,13 +133,6 @@ def check_key_size(ids: list[object], argument: str) -> None:
             f"{argument}: {size} bytes in UTF-8, more than the {MAX_KEY_BYTES} a "
             "PostgresStore can key (PostgreSQL's index rows hold at most 2,704 bytes)"
         )
-
-
-def keyable(memory_id: str) -> bool:
-    """Whether a memory may have ``memory_id``: no U+0000, within :data:`MAX_KEY_BYTES`."""
-    return "\0" not in memory_id and (
-        len(memory_id) * 4 <= MAX_KEY_BYTES or len(memory_id.encode()) <= MAX_KEY_BYTES
-    )
 
 
 def check_storable(value: object, argument: str) -> None:

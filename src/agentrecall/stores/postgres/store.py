@@ -20,6 +20,7 @@ from agentrecall._internal.postgres import (
     ServerAddress,
     parse_dsn,
 )
+from agentrecall._internal.postgres_schema import keyable
 from agentrecall._internal.together import both
 from agentrecall.embeddings.adapters import store_embedder
 from agentrecall.embeddings.base import Embedder
@@ -32,7 +33,7 @@ from agentrecall.stores.modes import SearchSettings
 from agentrecall.stores.postgres import export, imports, reads, reindex, search, vectors, writes
 from agentrecall.stores.postgres.neighbours import with_neighbours
 from agentrecall.stores.postgres.replica import Replica
-from agentrecall.stores.postgres.rows import check_key_size, check_storable, keyable
+from agentrecall.stores.postgres.rows import check_key_size, check_storable
 from agentrecall.stores.postgres.schema import (
     check_version,
     lock_schema,
@@ -272,7 +273,7 @@ class PostgresStore(front.StoreFront):
         Raises:
             InvalidArgumentError: an id is not a non-blank string, or holds U+0000, which
                 PostgreSQL text cannot store, or the ids pass 2,600 bytes together
-                (:data:`.rows.MAX_KEY_BYTES`).
+                (:data:`~agentrecall._internal.postgres_schema.MAX_KEY_BYTES`).
         """
         view = super().scope(user_id=user_id, agent_id=agent_id, session_id=session_id, name=name)
         ids = view._scope.columns()
