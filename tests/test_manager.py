@@ -262,6 +262,19 @@ async def test_search_skips_a_failing_store(caplog: pytest.LogCaptureFixture) ->
     assert await MemoryManager([broken]).search("q") == []
 
 
+async def test_reporting_failed_searches_raises_naming_each_store_and_injects_anyway() -> None:
+    broken = RecordingStore("broken", search_error=OSError("disk gone"))
+    manager = MemoryManager([broken, RecordingStore("ok", ["fine"])], report_failed_searches=True)
+    with pytest.raises(AggregateMemoryError, match=r"broken \(disk gone\)") as caught:
+        await manager.search("q")
+    assert [str(error) for error in caught.value.errors] == ["disk gone"]
+    [tool] = manager.tools
+    result = await tool.invoke({"query": "q"})
+    assert result.is_error and "broken (disk gone)" in result.text
+    injected = await manager.inject([{"role": "user", "content": "q"}])
+    assert "fine" in json.dumps(injected)  # injection still skips the failed store
+
+
 async def test_search_unknown_store_queries_nothing() -> None:
     a = RecordingStore("a")
     with pytest.raises(ValueError) as raised:

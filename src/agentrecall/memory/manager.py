@@ -203,7 +203,6 @@ class MemoryManager:
         *,
         stores: Sequence[str] | None = None,
         max_search_results: int | None = None,
-        skip_failed: bool | None = None,
     ) -> list[MemoryEntry]:
         """Search the stores and return their hits, store by store.
 
@@ -213,19 +212,24 @@ class MemoryManager:
                 ignored); ``None`` searches all, ``[]`` none.
             max_search_results: hits per store (not in total). ``None`` uses each store's
                 ``max_search_results``, else 3. Passed to the stores unchecked.
-            skip_failed: skip a store that fails, with a warning (``True``), or raise
-                (``False``); ``None`` takes the manager's ``report_failed_searches``.
 
         Raises:
             InvalidArgumentError: a named store does not exist; nothing was searched.
-            AggregateMemoryError: without ``skip_failed``, some stores failed: the message
-                names each with its error, and ``errors`` holds the exceptions.
+            AggregateMemoryError: with ``report_failed_searches``, some stores failed: the
+                message names each with its error, and ``errors`` holds the exceptions.
         """
+        return await self._searched(
+            query, stores, max_search_results, report=self._report_failed_searches
+        )
+
+    async def _searched(
+        self, query: str, stores: Sequence[str] | None, limit: int | None, *, report: bool
+    ) -> list[MemoryEntry]:
+        """:meth:`search`, raising for failed stores with ``report``, else skipping them."""
         targets = self._stores.targets(stores, "search")
         await self.initialize()
-        outcomes = await settle([_search_one(s, query, max_search_results) for s in targets])
-        skip = not self._report_failed_searches if skip_failed is None else skip_failed
-        if not skip:
+        outcomes = await settle([_search_one(s, query, limit) for s in targets])
+        if report:
             _raise_failures("store searches failed", targets, outcomes, causes=True)
         hits: list[MemoryEntry] = []
         for store, outcome in zip(targets, outcomes, strict=True):
@@ -352,7 +356,7 @@ class MemoryManager:
         return await inject_memories(messages, self._injection, self._injection_search)
 
     async def _injection_search(self, query: str, limit: int) -> list[MemoryEntry]:
-        return await self.search(query, max_search_results=limit, skip_failed=True)
+        return await self._searched(query, None, limit, report=False)
 
     def record(self, messages: Sequence[Message]) -> None:
         """Hand messages just added to the conversation to extraction (no-op without it).
