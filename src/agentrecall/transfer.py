@@ -218,8 +218,7 @@ async def import_stream(
     if header.versions and Capability.HISTORY not in _capabilities(store):
         raise InvalidArgumentError(
             f"{where} holds {plural(header.versions, 'version')} of history and the store "
-            "keeps none; "
-            "import it into an SQLite or PostgreSQL store (--db, --store or --dsn)"
+            "keeps none; import it into an SQLite or PostgreSQL store (--db, --store or --dsn)"
         )
     loader.total = header.memories + header.versions
     await _load_lines(loader, _LineReader(stream, where, header, batch, taper))
