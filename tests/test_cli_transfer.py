@@ -470,9 +470,9 @@ def test_a_tapered_import_starts_and_ends_with_small_batches(tmp_path: Path) -> 
     )
     assert asyncio.run(_batches(data, tmp_path / "a.db", batch=4_000)) == [4_000] * 7 + [2_000]
     # Up to three times the one before, and at most half of what remains, from TAPER_BATCH.
-    sizes = asyncio.run(_batches(data, tmp_path / "b.db", taper=True))
+    sizes = asyncio.run(_batches(data, tmp_path / "b.db", staged=True))
     assert TAPER_BATCH == 5_000 and sizes == [5_000, 12_500, 6_250, 5_000, 1_250]
-    sizes = asyncio.run(_batches(data, tmp_path / "c.db", batch=4_000, taper=True))
+    sizes = asyncio.run(_batches(data, tmp_path / "c.db", batch=4_000, staged=True))
     assert sizes == [4_000] * 7 + [2_000]  # never beyond the batch, nor below it when smaller
     assert seen(tmp_path / "b.db") == seen(tmp_path / "a.db")
 
@@ -585,3 +585,27 @@ def test_a_bad_strands_file_to_import_is_named_once_and_as_a_source(
     assert f"'{source}': record 0: each record needs string 'id', 'content'" in err
     assert "''" not in err and "left unchanged" not in err
     assert not (tmp_path / "b.db").exists()
+
+
+def test_a_new_store_refuses_or_counts_an_id_an_earlier_line_holds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # In an import into a new file, only an earlier line can hold an id: within a batch
+    # and across batches, the second line with an id is refused, or counted with
+    # --skip-existing, as an import into an existing store does.
+    count = TAPER_BATCH + 2_000
+    data = export_of(numbered(count), tmp_path / "source.db")
+    lines = data.splitlines(keepends=True)
+    first = lines[1].replace(b"memory number 0", b"memory number 0 again")
+    last = lines[1].replace(b"memory number 0", b"memory number 0 once more")
+    # Line 3 repeats line 2's id in the first batch, and the last line does in another.
+    twice = [lines[0], lines[1], first, *lines[3:-1], last]
+    err = fail(capsys, "--db", str(tmp_path / "a.db"), "import", "-", stdin=b"".join(twice))
+    assert "line 3: the store already holds a memory with id 'm0'" in err
+    assert "nothing was imported" in err and not (tmp_path / "a.db").exists()
+    target = tmp_path / "b.db"
+    out = ok(capsys, "--db", str(target), "import", "-", "--skip-existing", stdin=b"".join(twice))
+    assert (
+        out == f"imported {count - 2} memories into {target}; left out 2 whose id the store holds\n"
+    )
+    assert len(seen(target)["records"]) == count - 2

@@ -269,11 +269,15 @@ class SQLiteStore(StoreFront):
         return await self._write(writes.add, batch, expires_at, checked)
 
     async def _import_records(self, records: RecordList) -> int:
-        # Texts that cannot be memories are left to the import's checks, which refuse them.
-        texts = [
-            r.content for r in records if isinstance(r, MemoryRecord) and isinstance(r.content, str)
-        ]
-        vectors = await self._prepare(texts)
+        vectors = None
+        if self._vectors is not None:
+            # Texts that cannot be memories are left to the import's checks, which refuse them.
+            texts = [
+                r.content
+                for r in records
+                if isinstance(r, MemoryRecord) and isinstance(r.content, str)
+            ]
+            vectors = await self._prepare(texts)
         # As in add_many, records are checked and turned into rows in the worker, a chunk at a
         # time while SQLite indexes the chunk before; a bad record still stores nothing.
         return await self._write(imports.import_records, records, vectors)
