@@ -382,9 +382,9 @@ async def test_persisted_sessions_survive_a_new_buffer(tmp_path: Path) -> None:
 
 async def test_persisted_buffers_need_json_messages(tmp_path: Path) -> None:
     memory = BufferMemory(path=tmp_path / "c.db")
-    image = {"role": "user", "content": [{"image": {"source": {"bytes": b"\x89PNG"}}}]}
+    unusual = {"role": "user", "content": [{"image": {"source": {"bytes": {b"\x89PNG"}}}}]}
     with pytest.raises(InvalidArgumentError, match="JSON"):
-        await memory.write([image])
+        await memory.write([unusual])
     assert await memory.read() == []
 
 
@@ -435,3 +435,37 @@ async def test_other_mappings_come_back_as_dicts(make) -> None:
     await memory.write([OrderedDict(role="user", content="q")])
     (message,) = await memory.read()
     assert type(message) is dict and message == u("q")
+
+
+async def test_bytes_in_strands_messages_come_back_as_bytes(make) -> None:
+    # Strands keeps images, documents and redacted reasoning as bytes.
+    memory = make()
+    image = {"image": {"format": "png", "source": {"bytes": b"\x89PNG\r\n\x1a\n\x00"}}}
+    reasoning = {"reasoningContent": {"redactedContent": bytearray(b"\xff\x00secret")}}
+    asked = {"role": "user", "content": [{"text": "What is in this picture?"}, image]}
+    answered = {"role": "assistant", "content": [reasoning, {"text": "A cat."}]}
+    await memory.write([asked, answered])
+    assert await memory.read() == [asked, answered]
+    (entry,) = await memory.entries()
+    assert entry.messages[0]["content"][1]["image"]["source"]["bytes"] == b"\x89PNG\r\n\x1a\n\x00"
+
+
+async def test_objects_like_the_stored_form_of_bytes_keep_their_shape(make) -> None:
+    memory = make()
+    near_misses = [
+        {"role": "user", "content": '"$bytes" in text', "data": {"$bytes": 1}},
+        {"role": "assistant", "content": "x", "data": {"$bytes": "AAAA", "other": 1}},
+    ]
+    await memory.write(near_misses)
+    assert await memory.read() == near_misses
+
+
+async def test_a_message_holding_the_stored_form_of_bytes_is_refused(tmp_path: Path) -> None:
+    # In the file it would read back as bytes: refused, so nothing changes in silence.
+    memory = BufferMemory(path=tmp_path / "c.db")
+    await memory.write([u("q")])
+    lookalike = {"role": "user", "content": [{"text": "x", "data": [{"$bytes": "AAAA"}]}]}
+    with pytest.raises(InvalidArgumentError, match=r"messages\[1\] cannot be stored.*'\$bytes'"):
+        await memory.write([u("q2"), lookalike])
+    assert await memory.read() == [u("q")]
+    await memory.aclose()

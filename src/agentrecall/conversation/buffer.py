@@ -106,7 +106,10 @@ class BufferMemory:
     ``ValueError`` naming its index, and nothing of that write is stored. Text with a lone
     surrogate (such as U+D800, which UTF-8 cannot encode) is refused in session ids, message
     content, ``agent_name`` and ``tags``. A persisted buffer also needs messages that JSON can
-    hold as UTF-8 text, which rules out a lone surrogate anywhere in a message.
+    hold as UTF-8 text, which rules out a lone surrogate anywhere in a message, with one
+    addition: bytes (a Strands image, document or redacted reasoning) are kept, and read back
+    as ``bytes``. It refuses, for that reason, a message holding a JSON object whose one key is
+    ``"$bytes"`` with a string value: that is how bytes are stored.
 
     Concurrency: a write replaces a session in one step, so concurrent writes to one session
     are serialized (the last one wins, whole); sessions never wait on each other beyond one
