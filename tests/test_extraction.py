@@ -562,6 +562,18 @@ async def test_extraction_into_a_json_file_store(tmp_path: Any) -> None:
     assert "I live in Lyon." not in model.calls[2].messages[0]["content"]
 
 
+async def test_a_fact_with_a_half_emoji_reaches_the_store(tmp_path: Any) -> None:
+    # The store refuses lone surrogates; kept as they were, the batch would fail at every retry.
+    store = JsonFileStore(name="facts", path=tmp_path / "facts.json", extraction=EVERY_TURN)
+    model = ScriptedChatModel([r'["User signs off with \ud83d", "User lives in Lyon"]'])
+    c = coordinator(store, default_model=model)
+    await turn(c, user("I live in Lyon. Bye \U0001f44b"))
+    assert sorted(r.content for r in await store.list()) == [
+        "User lives in Lyon",
+        "User signs off with \ufffd",
+    ]
+
+
 # Resolution
 
 

@@ -160,3 +160,32 @@ def test_constructor_checks_its_arguments() -> None:
         ModelExtractor(model="gpt-4o")  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="system_prompt"):
         ModelExtractor(system_prompt="  ")
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        'I found [2] facts: [{"content": "Likes tea"}, "Lives in Berlin"]',
+        '[{"content": "Likes tea"}, "Lives in Berlin"]\n\n(I left out [greetings].)',
+        '[1, 2] and then ["Likes tea", "Lives in Berlin"]',
+    ],
+)
+def test_brackets_in_the_prose_do_not_hide_the_array(answer: str) -> None:
+    assert parse_results(answer) == [
+        ExtractionResult("Likes tea"),
+        ExtractionResult("Lives in Berlin"),
+    ]
+
+
+def test_an_answer_nested_too_deep_gives_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="agentrecall.extraction.prompt"):
+        assert parse_results("[" * 100_000 + "]" * 100_000) == []
+    assert "not valid JSON" in caplog.text
+
+
+def test_lone_surrogates_in_the_answer_become_replacement_characters() -> None:
+    # A model cutting an emoji in half writes an escape that pairs with nothing.
+    answer = r'[{"content": "Loves \ud83d", "metadata": {"mood\udc00": ["\ud83d\ude00"]}}]'
+    assert parse_results(answer) == [
+        ExtractionResult("Loves \ufffd", {"mood\ufffd": ["\U0001f600"]})
+    ]

@@ -9,9 +9,11 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 
+from agentrecall import BufferMemory
 from agentrecall._internal.retry import RetryPolicy, is_retryable_status, parse_retry_after
 from agentrecall.errors import AgentRecallError, InvalidArgumentError, ModelError
 from agentrecall.models import ChatModel, OpenAICompatibleModel
@@ -189,6 +191,23 @@ async def test_an_unusable_reply_is_a_model_error(
         await model.complete([{"role": "user", "content": "Hi"}])
     assert caught.value.status_code == 200
     assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        r'"Here is a cat \ud83d"',
+        r'[{"type": "text", "text": "Here is a cat "}, {"type": "text", "text": "\ud83d"}]',
+    ],
+)
+async def test_a_reply_cut_in_an_emoji_is_text_a_buffer_keeps(
+    server: ChatServer, model: OpenAICompatibleModel, tmp_path: Path, content: str
+) -> None:
+    server.push(Reply.raw(200, '{"choices": [{"message": {"content": ' + content + "}}]}"))
+    answer = await model.complete([{"role": "user", "content": "Show me a cat"}])
+    assert answer == "Here is a cat \ufffd"
+    async with BufferMemory(path=tmp_path / "c.db") as conversation:
+        await conversation.write([{"role": "assistant", "content": answer}])
 
 
 async def test_strands_messages_are_sent_as_text(
