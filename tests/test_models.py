@@ -265,6 +265,11 @@ async def test_unusable_messages_are_refused_before_sending(
     parts = [{"type": "image_url", "image_url": {"url": b"raw bytes"}}]
     with pytest.raises(InvalidArgumentError, match="JSON"):
         await model.complete([{"role": "user", "content": parts}])
+    for messages in (None, "Hi", {"role": "user", "content": "Hi"}):
+        with pytest.raises(InvalidArgumentError, match="messages must be a list"):
+            await model.complete(messages)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="system"):
+        await model.complete([{"role": "user", "content": "Hi"}], system=["Be brief."])  # type: ignore[arg-type]
     assert server.requests == []
 
 
@@ -279,6 +284,9 @@ def test_constructor_checks_its_arguments() -> None:
         OpenAICompatibleModel("http://localhost/v1", "m", max_retries=-1)
     with pytest.raises(InvalidArgumentError, match="initial_delay"):
         OpenAICompatibleModel("http://localhost/v1", "m", retry_delay=float("nan"))
+    for extra in (5, "temperature=0", {1: 2}, {"logit_bias": {1, 2}}, {"t": float("nan")}):
+        with pytest.raises(InvalidArgumentError, match="extra_body"):
+            OpenAICompatibleModel("http://localhost/v1", "m", extra_body=extra)  # type: ignore[arg-type]
 
 
 def test_missing_httpx_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -77,8 +77,8 @@ class OpenAICompatibleModel:
             retry_delay: seconds before the first retry; each next wait doubles.
             max_retry_delay: the longest wait between attempts, ``Retry-After`` included.
             extra_body: more request fields sent with every call (``temperature``,
-                ``max_tokens``, ``response_format``...); they cannot replace ``model``,
-                ``messages`` or ``stream``.
+                ``max_tokens``, ``response_format``...), a mapping of names to values JSON
+                can carry (copied); they cannot replace ``model``, ``messages`` or ``stream``.
 
         Raises:
             ImportError: httpx is not installed.
@@ -93,20 +93,27 @@ class OpenAICompatibleModel:
         self.model = model
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key is not None else {}
         self._timeout = float(timeout)
-        self._extra = dict(extra_body or {})
+        self._extra = _checked_extra(extra_body)
         self._client: httpx.AsyncClient | None = None
 
     async def complete(self, messages: Sequence[Message], *, system: str | None = None) -> str:
         """Return the model's reply to ``messages``; see :meth:`ChatModel.complete`.
 
         Raises:
-            InvalidArgumentError: a message is malformed or holds values JSON cannot carry.
+            InvalidArgumentError: ``messages`` is not a list of usable messages (one holds values
+                JSON cannot carry, say), or ``system`` is not a string.
             ModelError: the server answered with an error status (``status_code`` and an
                 excerpt of the body are kept), the reply was not a chat completion, or the
                 server could not be reached; after the retries described above.
         """
+        if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
+            raise InvalidArgumentError(
+                f"messages must be a list of message mappings, got {type(messages).__name__}"
+            )
         for index, message in enumerate(messages):
             check_message(message, index)
+        if system is not None and not isinstance(system, str):
+            raise InvalidArgumentError(f"system must be a string or None, got {system!r}")
         body = request_body(self.model, messages, system, self._extra)
         try:
             content = json.dumps(body, ensure_ascii=False).encode()
@@ -164,3 +171,18 @@ class OpenAICompatibleModel:
 
     def __repr__(self) -> str:
         return f"OpenAICompatibleModel({self.url!r}, {self.model!r})"
+
+
+def _checked_extra(extra_body: object) -> dict[str, Any]:
+    """Return a copy of ``extra_body`` once it is a mapping JSON can carry as an object."""
+    if extra_body is None:
+        return {}
+    if not isinstance(extra_body, Mapping) or not all(isinstance(k, str) for k in extra_body):
+        raise InvalidArgumentError(
+            f"extra_body must be a mapping of field names to values, got {extra_body!r}"
+        )
+    try:
+        json.dumps(extra_body, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise InvalidArgumentError(f"extra_body cannot be sent as JSON: {error}") from error
+    return dict(extra_body)
