@@ -87,7 +87,9 @@ class BufferMemory:
       conversation in order, not by relevance.
     * ``max_tokens`` applies on read: system messages (from ``default_store``) first and always,
       then the newest messages that fit, with the same user-turn rule. A message's cost is the
-      ``token_counter``'s, by default ceil(UTF-16 length / 4) + 4.
+      ``token_counter``'s, by default ceil(UTF-16 length / 4) + 4, the length taking in tool
+      calls and results wherever the message holds them (AgentLIB leaves OpenAI-style
+      ``toolCalls`` out).
     * ``max_messages`` and ``max_tokens`` below 1 are refused (AgentLIB treats 0 as unlimited);
       ``None`` means unlimited.
     * ``default_store`` seeds sessions: a seeded session is read as given (not trimmed by
