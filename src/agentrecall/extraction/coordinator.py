@@ -57,8 +57,9 @@ class ExtractionCoordinator:
     * **Every recorded message reaches every store at least once**, unless the program ends
       before a save succeeds (call :meth:`flush` at the end). A save cancelled midway (its
       event loop ended, as each ``asyncio.run`` does) leaves its messages to the next save. A
-      failed save is retried as a whole at the next request, so with an extractor the model runs again and entries
-      already added may be added again (stores dedup identical content).
+      failed save is retried as a whole at the next request, so with an extractor the model
+      runs again and entries already added may be added again (stores dedup identical
+      content).
     * **Saves for one store run one at a time, in order**; different stores never wait for
       each other, and a failing store does not hold back a healthy one.
     * **The agent loop never sees an extraction error**: failures are logged (a warning,
