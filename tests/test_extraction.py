@@ -608,6 +608,17 @@ class SlowFirstModel:
         return self.answer
 
 
+async def test_an_unreadable_answer_is_asked_again_not_taken_for_no_facts(tmp_path: Any) -> None:
+    store = JsonFileStore(name="facts", path=tmp_path / "facts.json", extraction=EVERY_TURN)
+    model = ScriptedChatModel(['[{"content": "User lives in Ly', '["User lives in Lyon"]'])
+    c = coordinator(store, default_model=model)
+    await turn(c, user("I live in Lyon."))
+    assert await store.list() == []
+    await c.flush()
+    assert [r.content for r in await store.list()] == ["User lives in Lyon"]
+    assert "I live in Lyon." in model.calls[1].messages[0]["content"]
+
+
 # Resolution
 
 

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from agentrecall.errors import InvalidArgumentError
+from agentrecall.errors import InvalidArgumentError, ModelError
 from agentrecall.extraction import ExtractionResult, ExtractorContext, ModelExtractor
 from agentrecall.extraction.prompt import (
     DEFAULT_SYSTEM_PROMPT,
@@ -189,3 +189,17 @@ def test_lone_surrogates_in_the_answer_become_replacement_characters() -> None:
     assert parse_results(answer) == [
         ExtractionResult("Loves \ufffd", {"mood\ufffd": ["\U0001f600"]})
     ]
+
+
+@pytest.mark.parametrize(
+    "answer", ["Sorry, I cannot help.", '[{"content": "cut sh', "<html>502</html>"]
+)
+async def test_an_answer_without_a_json_array_is_a_model_error(answer: str) -> None:
+    model = ScriptedChatModel([answer])
+    with pytest.raises(ModelError, match="no JSON array") as raised:
+        await ModelExtractor(model).extract(CONVERSATION)
+    assert raised.value.body == answer
+
+
+async def test_an_empty_array_is_nothing_to_remember() -> None:
+    assert await ModelExtractor(ScriptedChatModel(["Nothing here: []"])).extract(CONVERSATION) == []

@@ -50,27 +50,37 @@ def render_transcript(messages: Sequence[Message]) -> str:
 
 
 def parse_results(answer: str) -> list[ExtractionResult]:
+    """Read the memories out of a model's answer; an unreadable answer gives ``[]``.
+
+    As :func:`read_answer`, with ``[]`` where that returns ``None``.
+    """
+    results = read_answer(answer)
+    return [] if results is None else results
+
+
+def read_answer(answer: str) -> list[ExtractionResult] | None:
     r"""Read the memories out of a model's answer, tolerating prose and code fences around it.
 
     The answer's JSON arrays are found by decoding from each ``[`` in turn, so brackets in the
     prose before or after (``"I found [2] facts: [...]"``) do not hide the array. The first
     array holding a usable item is read; when none does, the first array is (an empty one means
-    nothing to remember). No array yields ``[]`` with a warning. Each item of the array is one
-    memory, in order, when it is either a string or an object with a string ``content``, and
-    that text is not blank after stripping (it is kept stripped). Any other item is skipped,
-    and one warning per answer says how many were skipped and shows the first. An object's
-    ``metadata`` is kept when it is a JSON object and dropped otherwise (the reference keeps
-    any value, which a store's ``add`` then refuses and the batch fails for good). A lone
-    surrogate the JSON held (``"\ud83d"`` pairing with nothing) becomes U+FFFD, in content
-    and metadata alike, for the same reason.
+    nothing to remember). An answer holding no JSON array gives ``None`` with a warning: it
+    says nothing about the conversation (a reply cut short, an error page). Each item of the
+    array is one memory, in order, when it is either a string or an object with a string
+    ``content``, and that text is not blank after stripping (it is kept stripped). Any other
+    item is skipped, and one warning per answer says how many were skipped and shows the
+    first. An object's ``metadata`` is kept when it is a JSON object and dropped otherwise (the
+    reference keeps any value, which a store's ``add`` then refuses and the batch fails for
+    good). A lone surrogate the JSON held (``"\ud83d"`` pairing with nothing) becomes U+FFFD,
+    in content and metadata alike, for the same reason.
     """
     arrays, error = _arrays(answer)
     if not arrays:
         if error is None:
-            logger.warning("extraction answer has no JSON array; nothing extracted: %.200r", answer)
+            logger.warning("extraction answer has no JSON array: %.200r", answer)
         else:
-            logger.warning("extraction answer is not valid JSON (%s); nothing extracted", error)
-        return []
+            logger.warning("extraction answer is not valid JSON (%s)", error)
+        return None
     read = [_read_items(items) for items in arrays]
     results, skipped, items = next((found for found in read if found[0]), read[0])
     if skipped:
