@@ -334,6 +334,31 @@ def test_bad_constructor_arguments() -> None:
         BufferMemory(default_store={"s": [{"role": "nobody"}]})
 
 
+def test_a_path_that_names_no_file_is_refused() -> None:
+    for path in ("", "  ", b"conversations.db", 5):
+        with pytest.raises(InvalidArgumentError, match="path"):
+            BufferMemory(path=path)  # type: ignore[arg-type]
+
+
+async def test_a_path_is_taken_as_the_stores_take_theirs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "~" is the home directory and a relative path is fixed at construction, as in SQLiteStore.
+    (tmp_path / "home").mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    at_home = BufferMemory(path="~/conversations.db")
+    relative = BufferMemory(path="here.db")
+    monkeypatch.chdir(tmp_path / "home")
+    await at_home.write([u("q")])
+    await relative.write([u("q")])
+    await at_home.aclose()
+    await relative.aclose()
+    assert (tmp_path / "home" / "conversations.db").exists()
+    assert (tmp_path / "here.db").exists()
+    assert not (tmp_path / "~").exists() and not (tmp_path / "home" / "here.db").exists()
+
+
 async def test_custom_token_counter(make) -> None:
     memory = make(max_tokens=2, token_counter=lambda message: 1)
     await memory.write([u("a"), a("b"), u("c"), a("d")])

@@ -140,7 +140,9 @@ class BufferMemory:
             max_messages: messages kept per session at write time; ``None`` for no cap.
             max_tokens: token budget of what ``read`` returns; ``None`` for no budget.
             default_store: sessions to start from, by session id (copied).
-            path: an SQLite file to keep sessions in; ``None`` keeps them in memory.
+            path: an SQLite file to keep sessions in (``~`` expanded; a relative path is
+                taken from the working directory at construction); ``None`` keeps them in
+                memory.
             dsn: a PostgreSQL connection string (``postgresql://user@host:5432/db``) to keep
                 sessions in that database instead (needs ``agentrecall[postgres]``).
             schema: with ``dsn``, the schema of the sessions' table (created when absent).
@@ -325,7 +327,18 @@ def _backend(
         return PostgresSessions(dsn, schema=schema, table=table)
     if (schema, table) != ("agentrecall", "buffer_sessions"):
         raise InvalidArgumentError("schema= and table= name a PostgreSQL table: pass dsn= too")
-    return MemorySessions() if path is None else SQLiteSessions(os.fspath(path))
+    return MemorySessions() if path is None else SQLiteSessions(_file_path(path))
+
+
+def _file_path(path: str | os.PathLike[str]) -> str:
+    """Return ``path`` absolute, ``~`` expanded, as the stores take theirs."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidArgumentError(f"path must be a file path, got {path!r}")
+    text = os.fspath(path)
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidArgumentError(f"path must name a file, got {path!r}")
+    check_text(text, "path")
+    return os.path.abspath(os.path.expanduser(text))
 
 
 def _entry(record: SessionRecord) -> BufferEntry:
