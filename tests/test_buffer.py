@@ -359,6 +359,14 @@ async def test_a_path_is_taken_as_the_stores_take_theirs(
     assert not (tmp_path / "~").exists() and not (tmp_path / "home" / "here.db").exists()
 
 
+@pytest.mark.parametrize("tokens", ["3", 2.5, -1, None, True])
+async def test_a_token_counter_returning_no_whole_number_is_named(tokens: object) -> None:
+    memory = BufferMemory(max_tokens=10, token_counter=lambda message: tokens)  # type: ignore[arg-type,return-value]
+    with pytest.raises(InvalidArgumentError, match="token_counter must return"):
+        await memory.write([u("q")])
+    assert await memory.entries() == []
+
+
 async def test_custom_token_counter(make) -> None:
     memory = make(max_tokens=2, token_counter=lambda message: 1)
     await memory.write([u("a"), a("b"), u("c"), a("d")])

@@ -148,7 +148,8 @@ class BufferMemory:
             schema: with ``dsn``, the schema of the sessions' table (created when absent).
             table: with ``dsn``, the table's name; buffers with different tables share a
                 database without touching each other.
-            token_counter: ``message -> tokens``; see :func:`agentrecall.tiktoken_counter`.
+            token_counter: ``message -> tokens`` (a whole number, 0 or more); see
+                :func:`agentrecall.tiktoken_counter`.
             idle_ttl: forget sessions untouched for this long (seconds or ``timedelta``).
             clock: the time source, Unix seconds (tests pass a fake one).
 
@@ -159,7 +160,9 @@ class BufferMemory:
         self.max_tokens = _check_positive(max_tokens, "max_tokens")
         if token_counter is not None and not callable(token_counter):
             raise InvalidArgumentError("token_counter must be a callable: message -> int")
-        self._count_tokens: TokenCounter = token_counter or estimate_tokens
+        self._count_tokens: TokenCounter = (
+            estimate_tokens if token_counter is None else _checked_counter(token_counter)
+        )
         self._idle_ttl = seconds(idle_ttl, "idle_ttl")
         self._clock = clock
         self._seeds = _copy_seeds(default_store)
@@ -381,6 +384,20 @@ def _check_positive(value: int | None, argument: str) -> int | None:
             f"{argument} must be a whole number of at least 1, or None for no limit; got {value!r}"
         )
     return value
+
+
+def _checked_counter(counter: TokenCounter) -> TokenCounter:
+    """Wrap a caller's counter so a count that is not a whole number is named, not summed."""
+
+    def count(message: Message) -> int:
+        tokens = counter(message)
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+            raise InvalidArgumentError(
+                f"token_counter must return a whole number of tokens (0 or more), got {tokens!r}"
+            )
+        return tokens
+
+    return count
 
 
 def _check_tags(tags: Mapping[str, str] | None) -> dict[str, str] | None:
