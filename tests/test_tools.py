@@ -389,3 +389,16 @@ async def test_results_are_json_with_unicode_kept() -> None:
     tool = MemoryTool("echo", "echo", schema, echo)
     assert await tool(text="Zürich 日本") == '{"text": "Zürich 日本"}'
     assert await tool(self="not a clash", text="x") == '{"text": "x"}'
+
+
+async def test_a_lone_surrogate_in_a_memory_reaches_the_model_as_its_escape(tmp_path: Path) -> None:
+    # Another program's file may hold one; no UTF-8 transport (HTTP, MCP stdio) carries it raw.
+    path = tmp_path / "theirs.json"
+    record = (
+        r'{"id": "m1", "content": "smile \ud83d here", "createdAt": "2026-01-01T00:00:00.000Z"}'
+    )
+    path.write_text(f"[{record}]", encoding="utf-8")
+    search = tools_of(MemoryManager([JsonFileStore(name="theirs", path=path)]))["search_memory"]
+    text = await search(query="smile")
+    text.encode("utf-8")
+    assert "\\ud83d" in text and json.loads(text)[0]["content"] == "smile \ud83d here"
