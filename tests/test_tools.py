@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -282,6 +283,20 @@ async def test_add_without_waiting_accepts_even_failing_writes(
         await manager.flush()
     assert [content for content, _ in failing.adds] == ["a", "b"]
     assert "write error" in caplog.text
+
+
+def test_a_write_accepted_but_cut_short_by_the_end_of_its_loop_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class StuckStore(RecordingStore):
+        async def add(self, content: str, metadata: Any = None) -> Any:
+            await asyncio.Event().wait()
+
+    manager = MemoryManager([StuckStore("s")], add_tool=AddToolConfig(wait_for_writes=False))
+    add = tools_of(manager)["add_memory"]
+    with caplog.at_level(logging.WARNING, logger="agentrecall.memory.manager"):
+        assert asyncio.run(add(entries=["a"])) == '{"accepted": 1}'
+    assert "cancelled before it finished" in caplog.text
 
 
 # --- forget_memory -----------------------------------------------------------------------------
