@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
 import logging
 import socket
@@ -255,6 +257,17 @@ async def test_the_client_is_reusable_after_aclose(server: ChatServer) -> None:
     assert await model.complete([{"role": "user", "content": "b"}]) == "two"
     await model.aclose()
     await model.aclose()
+
+
+def test_one_model_serves_a_program_that_runs_a_loop_per_call(server: ChatServer) -> None:
+    # Each asyncio.run makes and ends its own event loop; the pool of an ended loop is closed
+    # with it (no unclosed-socket warning, which this test run would turn into an error).
+    model = OpenAICompatibleModel(server.base_url, "m")
+    server.push("one", "two", "three")
+    for expected in ("one", "two", "three"):
+        assert asyncio.run(model.complete([{"role": "user", "content": "hi"}])) == expected
+    asyncio.run(model.aclose())
+    gc.collect()
 
 
 async def test_unusable_messages_are_refused_before_sending(

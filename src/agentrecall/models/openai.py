@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -46,8 +46,10 @@ class OpenAICompatibleModel:
     ``Retry-After`` header sets the wait instead, up to ``max_retry_delay``. Other statuses
     fail at once: retrying a bad request or a bad key cannot help.
 
-    One connection pool serves every call. Close it with :meth:`aclose` or ``async with``; a
-    call after closing opens a new pool.
+    One connection pool serves every call on one event loop. Close it with :meth:`aclose` or
+    ``async with``; a call after closing opens a new pool, and so does a call on another event
+    loop (a program calling ``asyncio.run`` once per request, say); the pool of a loop that
+    ends is closed as it shuts down (``asyncio.run`` does this).
     """
 
     def __init__(
@@ -95,6 +97,8 @@ class OpenAICompatibleModel:
         self._timeout = float(timeout)
         self._extra = _checked_extra(extra_body)
         self._client: httpx.AsyncClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closer: AsyncGenerator[None, None] | None = None
 
     async def complete(self, messages: Sequence[Message], *, system: str | None = None) -> str:
         """Return the model's reply to ``messages``; see :meth:`ChatModel.complete`.
@@ -130,7 +134,7 @@ class OpenAICompatibleModel:
             ) from error
 
     async def _send(self, content: bytes) -> httpx.Response:
-        client = self._connect()
+        client = await self._connect()
         retry = 0
         while True:
             try:
@@ -144,19 +148,27 @@ class OpenAICompatibleModel:
             await asyncio.sleep(wait)
             retry += 1
 
-    def _connect(self) -> httpx.AsyncClient:
-        if self._client is None:
-            headers = {"Content-Type": "application/json", **self._headers}
-            self._client = self._httpx.AsyncClient(
-                headers=headers, timeout=self._httpx.Timeout(self._timeout), verify=tls_context()
-            )
-        return self._client
+    async def _connect(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        if self._client is not None and self._loop is loop:
+            return self._client
+        # A pool serves one event loop: one made on another (each asyncio.run makes its own)
+        # is closed by that loop as it shuts down, or left to it.
+        headers = {"Content-Type": "application/json", **self._headers}
+        client: httpx.AsyncClient = self._httpx.AsyncClient(
+            headers=headers, timeout=self._httpx.Timeout(self._timeout), verify=tls_context()
+        )
+        closer = _closed_with_loop(client)
+        await anext(closer)  # now the loop's to finish: its shutdown_asyncgens closes the pool
+        self._client, self._loop, self._closer = client, loop, closer
+        return client
 
     async def aclose(self) -> None:
         """Close the connection pool; a later call opens a new one."""
-        client, self._client = self._client, None
-        if client is not None:
-            await client.aclose()
+        closer, loop = self._closer, self._loop
+        self._client = self._loop = self._closer = None
+        if closer is not None and loop is asyncio.get_running_loop():
+            await closer.aclose()
 
     async def __aenter__(self) -> OpenAICompatibleModel:
         return self
@@ -171,6 +183,14 @@ class OpenAICompatibleModel:
 
     def __repr__(self) -> str:
         return f"OpenAICompatibleModel({self.url!r}, {self.model!r})"
+
+
+async def _closed_with_loop(client: httpx.AsyncClient) -> AsyncGenerator[None, None]:
+    """Hold ``client`` open until the generator is closed, by :meth:`aclose` or its loop."""
+    try:
+        yield
+    finally:
+        await client.aclose()
 
 
 def _checked_extra(extra_body: object) -> dict[str, Any]:
