@@ -238,3 +238,8 @@ def test_a_budget_counts_the_arguments_of_openai_tool_calls() -> None:
         u("Thanks!"),
     ]
     assert fit_budget(conversation, 100, estimate_tokens) == [u("Thanks!")]
+
+
+def test_tool_call_arguments_json_cannot_hold_are_still_counted() -> None:
+    message = {"role": "assistant", "content": "", "toolCalls": [{"arguments": {1j: 2}}]}
+    assert estimate_tokens(message) == -(-len(str({1j: 2})) // 4) + 4

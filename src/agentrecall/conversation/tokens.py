@@ -95,4 +95,12 @@ def _tool_call_text(message: Message) -> Iterator[str]:
             if isinstance(arguments, str):
                 yield arguments
             elif arguments is not None:
-                yield json.dumps(arguments, ensure_ascii=False, default=str)
+                yield _json_text(arguments)
+
+
+def _json_text(value: object) -> str:
+    """Return ``value`` as the JSON a model API would send, or as ``str`` when JSON cannot."""
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):  # keys JSON cannot have, say: the buffer names those later
+        return str(value)
