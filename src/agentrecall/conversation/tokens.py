@@ -76,7 +76,7 @@ def _blocks_text(blocks: Iterable[Mapping[str, Any]]) -> list[str]:
             or "json" in block
             or block.get("type") in ("tool_use", "tool_result")
         ):
-            parts.append(json.dumps(block, ensure_ascii=False, default=str))
+            parts.append(_json_text(block))
     return parts
 
 
