@@ -66,7 +66,7 @@ async def test_finds_the_array_inside_prose_and_a_code_fence() -> None:
     assert results == [ExtractionResult("Likes tea", {"topic": "pref"})]
 
 
-@pytest.mark.parametrize("answer", ["not json at all", "[{broken", "{}", '{"content": "x"}'])
+@pytest.mark.parametrize("answer", ["not json at all", "[{broken", "{}", '{"text": "x"}'])
 def test_unreadable_answers_give_nothing(answer: str, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING):
         assert parse_results(answer) == []
@@ -203,3 +203,10 @@ async def test_an_answer_without_a_json_array_is_a_model_error(answer: str) -> N
 
 async def test_an_empty_array_is_nothing_to_remember() -> None:
     assert await ModelExtractor(ScriptedChatModel(["Nothing here: []"])).extract(CONVERSATION) == []
+
+
+async def test_a_lone_object_is_one_memory() -> None:
+    # Small models often answer one fact without the array; asking again would get the same.
+    answer = 'Here it is: {"content": " Likes tea ", "metadata": {"topic": "pref"}}'
+    results = await ModelExtractor(ScriptedChatModel([answer])).extract(CONVERSATION)
+    assert results == [ExtractionResult("Likes tea", {"topic": "pref"})]

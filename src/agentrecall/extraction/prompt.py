@@ -64,8 +64,10 @@ def read_answer(answer: str) -> list[ExtractionResult] | None:
     The answer's JSON arrays are found by decoding from each ``[`` in turn, so brackets in the
     prose before or after (``"I found [2] facts: [...]"``) do not hide the array. The first
     array holding a usable item is read; when none does, the first array is (an empty one means
-    nothing to remember). An answer holding no JSON array gives ``None`` with a warning: it
-    says nothing about the conversation (a reply cut short, an error page). Each item of the
+    nothing to remember). Without an array, the first JSON object with a string ``content``
+    is the one memory (small models often answer so). An answer holding neither gives
+    ``None`` with a warning: it says nothing about the conversation (a reply cut short, an
+    error page). Each item of the
     array is one memory, in order, when it is either a string or an object with a string
     ``content``, and that text is not blank after stripping (it is kept stripped). Any other
     item is skipped, and one warning per answer says how many were skipped and shows the
@@ -74,8 +76,12 @@ def read_answer(answer: str) -> list[ExtractionResult] | None:
     good). A lone surrogate the JSON held (``"\ud83d"`` pairing with nothing) becomes U+FFFD,
     in content and metadata alike, for the same reason.
     """
-    arrays, error = _arrays(answer)
+    arrays, error = _json_values(answer, "[")
     if not arrays:
+        objects = (_result(value) for value in _json_values(answer, "{")[0])
+        single = next((result for result in objects if result is not None), None)
+        if single is not None:
+            return [single]
         if error is None:
             logger.warning("extraction answer has no JSON array: %.200r", answer)
         else:
@@ -94,15 +100,16 @@ def read_answer(answer: str) -> list[ExtractionResult] | None:
     return results
 
 
-def _arrays(answer: str) -> tuple[list[list[Any]], Exception | None]:
-    """Return the JSON arrays starting at a ``[`` of ``answer`` and not inside another.
+def _json_values(answer: str, opener: str) -> tuple[list[Any], Exception | None]:
+    """Return the JSON values starting at an ``opener`` of ``answer`` and not inside another.
 
-    Also returns the error of the first ``[`` that starts no JSON value, if any.
+    ``opener`` is ``"["`` (arrays) or ``"{"`` (objects). Also returns the error of the first
+    ``opener`` that starts no JSON value, if any.
     """
     decoder = json.JSONDecoder()
-    arrays: list[list[Any]] = []
+    values: list[Any] = []
     first_error: Exception | None = None
-    position = answer.find("[")
+    position = answer.find(opener)
     while position >= 0:
         try:
             value, end = decoder.raw_decode(answer, position)
@@ -110,12 +117,12 @@ def _arrays(answer: str) -> tuple[list[list[Any]], Exception | None]:
             first_error = first_error or error
             end = position + 1
         except RecursionError as error:
-            # Nested deeper than Python decodes: no array from here on can be read.
-            return arrays, first_error or error
+            # Nested deeper than Python decodes: no value from here on can be read.
+            return values, first_error or error
         else:
-            arrays.append(value)
-        position = answer.find("[", end)
-    return arrays, first_error
+            values.append(value)
+        position = answer.find(opener, end)
+    return values, first_error
 
 
 def _read_items(items: list[Any]) -> tuple[list[ExtractionResult], list[Any], list[Any]]:
