@@ -51,6 +51,9 @@ async def chat(base_url: str, model_name: str, turns: list[str], data: str) -> l
 
 
 if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit(f"usage: {sys.argv[0]} BASE_URL MODEL  (then type one message per line)")
     url, name = sys.argv[1], sys.argv[2]
     for line in sys.stdin:
-        print(asyncio.run(chat(url, name, [line.strip()], "agent-data"))[0])
+        if line.strip():  # a blank line is no message
+            print(asyncio.run(chat(url, name, [line.strip()], "agent-data"))[0], flush=True)

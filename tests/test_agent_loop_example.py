@@ -6,6 +6,8 @@ import importlib.util
 import json
 import re
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -72,3 +74,25 @@ async def test_memory_survives_between_runs(tmp_path: Path) -> None:
     with sqlite3.connect(tmp_path / "conversations.db") as db:
         (stored,) = db.execute("SELECT messages FROM buffer_sessions").fetchone()
     assert len(json.loads(stored)) == 6
+
+
+def test_the_script_answers_each_line_and_remembers_across_lines(tmp_path: Path) -> None:
+    with ChatServer(responder=respond) as server:
+        done = subprocess.run(
+            [sys.executable, str(EXAMPLE), server.base_url, "m"],
+            input="Hi! I'm vegetarian.\n\n   \nWhat should I cook for dinner?\n",
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=60,
+            check=True,
+        )
+    assert done.stdout.splitlines() == ["Noted!", "I remember you are vegetarian."]
+    assert (tmp_path / "agent-data" / "facts.json").exists()
+
+
+def test_the_script_without_arguments_says_how_to_run_it() -> None:
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLE)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 1 and "usage:" in done.stderr and "Traceback" not in done.stderr

@@ -334,6 +334,39 @@ def test_bad_constructor_arguments() -> None:
         BufferMemory(default_store={"s": [{"role": "nobody"}]})
 
 
+def test_a_path_that_names_no_file_is_refused() -> None:
+    for path in ("", "  ", b"conversations.db", 5):
+        with pytest.raises(InvalidArgumentError, match="path"):
+            BufferMemory(path=path)  # type: ignore[arg-type]
+
+
+async def test_a_path_is_taken_as_the_stores_take_theirs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "~" is the home directory and a relative path is fixed at construction, as in SQLiteStore.
+    (tmp_path / "home").mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    at_home = BufferMemory(path="~/conversations.db")
+    relative = BufferMemory(path="here.db")
+    monkeypatch.chdir(tmp_path / "home")
+    await at_home.write([u("q")])
+    await relative.write([u("q")])
+    await at_home.aclose()
+    await relative.aclose()
+    assert (tmp_path / "home" / "conversations.db").exists()
+    assert (tmp_path / "here.db").exists()
+    assert not (tmp_path / "~").exists() and not (tmp_path / "home" / "here.db").exists()
+
+
+@pytest.mark.parametrize("tokens", ["3", 2.5, -1, None, True])
+async def test_a_token_counter_returning_no_whole_number_is_named(tokens: object) -> None:
+    memory = BufferMemory(max_tokens=10, token_counter=lambda message: tokens)  # type: ignore[arg-type,return-value]
+    with pytest.raises(InvalidArgumentError, match="token_counter must return"):
+        await memory.write([u("q")])
+    assert await memory.entries() == []
+
+
 async def test_custom_token_counter(make) -> None:
     memory = make(max_tokens=2, token_counter=lambda message: 1)
     await memory.write([u("a"), a("b"), u("c"), a("d")])
@@ -382,9 +415,9 @@ async def test_persisted_sessions_survive_a_new_buffer(tmp_path: Path) -> None:
 
 async def test_persisted_buffers_need_json_messages(tmp_path: Path) -> None:
     memory = BufferMemory(path=tmp_path / "c.db")
-    image = {"role": "user", "content": [{"image": {"source": {"bytes": b"\x89PNG"}}}]}
+    unusual = {"role": "user", "content": [{"image": {"source": {"bytes": {b"\x89PNG"}}}}]}
     with pytest.raises(InvalidArgumentError, match="JSON"):
-        await memory.write([image])
+        await memory.write([unusual])
     assert await memory.read() == []
 
 
@@ -435,3 +468,37 @@ async def test_other_mappings_come_back_as_dicts(make) -> None:
     await memory.write([OrderedDict(role="user", content="q")])
     (message,) = await memory.read()
     assert type(message) is dict and message == u("q")
+
+
+async def test_bytes_in_strands_messages_come_back_as_bytes(make) -> None:
+    # Strands keeps images, documents and redacted reasoning as bytes.
+    memory = make()
+    image = {"image": {"format": "png", "source": {"bytes": b"\x89PNG\r\n\x1a\n\x00"}}}
+    reasoning = {"reasoningContent": {"redactedContent": bytearray(b"\xff\x00secret")}}
+    asked = {"role": "user", "content": [{"text": "What is in this picture?"}, image]}
+    answered = {"role": "assistant", "content": [reasoning, {"text": "A cat."}]}
+    await memory.write([asked, answered])
+    assert await memory.read() == [asked, answered]
+    (entry,) = await memory.entries()
+    assert entry.messages[0]["content"][1]["image"]["source"]["bytes"] == b"\x89PNG\r\n\x1a\n\x00"
+
+
+async def test_objects_like_the_stored_form_of_bytes_keep_their_shape(make) -> None:
+    memory = make()
+    near_misses = [
+        {"role": "user", "content": '"$bytes" in text', "data": {"$bytes": 1}},
+        {"role": "assistant", "content": "x", "data": {"$bytes": "AAAA", "other": 1}},
+    ]
+    await memory.write(near_misses)
+    assert await memory.read() == near_misses
+
+
+async def test_a_message_holding_the_stored_form_of_bytes_is_refused(tmp_path: Path) -> None:
+    # In the file it would read back as bytes: refused, so nothing changes in silence.
+    memory = BufferMemory(path=tmp_path / "c.db")
+    await memory.write([u("q")])
+    lookalike = {"role": "user", "content": [{"text": "x", "data": [{"$bytes": "AAAA"}]}]}
+    with pytest.raises(InvalidArgumentError, match=r"messages\[1\] cannot be stored.*'\$bytes'"):
+        await memory.write([u("q2"), lookalike])
+    assert await memory.read() == [u("q")]
+    await memory.aclose()

@@ -562,6 +562,63 @@ async def test_extraction_into_a_json_file_store(tmp_path: Any) -> None:
     assert "I live in Lyon." not in model.calls[2].messages[0]["content"]
 
 
+async def test_a_fact_with_a_half_emoji_reaches_the_store(tmp_path: Any) -> None:
+    # The store refuses lone surrogates; kept as they were, the batch would fail at every retry.
+    store = JsonFileStore(name="facts", path=tmp_path / "facts.json", extraction=EVERY_TURN)
+    model = ScriptedChatModel([r'["User signs off with \ud83d", "User lives in Lyon"]'])
+    c = coordinator(store, default_model=model)
+    await turn(c, user("I live in Lyon. Bye \U0001f44b"))
+    assert sorted(r.content for r in await store.list()) == [
+        "User lives in Lyon",
+        "User signs off with \ufffd",
+    ]
+
+
+def test_a_save_cancelled_with_its_event_loop_is_made_at_the_next_flush(tmp_path: Any) -> None:
+    # A program that runs each turn in its own asyncio.run() cancels a save still running at
+    # the end of a turn; its messages must still be saved later, not skipped.
+    store = JsonFileStore(name="facts", path=tmp_path / "facts.json", extraction=EVERY_TURN)
+    model = SlowFirstModel('["User lives in Lyon"]')
+    c = coordinator(store, default_model=model)
+
+    async def first_turn() -> None:
+        c.record([user("I live in Lyon.")])
+        c.end_turn()
+        await model.started.wait()
+
+    asyncio.run(first_turn())
+    asyncio.run(c.flush())
+    assert [r.content for r in asyncio.run(store.list())] == ["User lives in Lyon"]
+    assert "I live in Lyon." in model.prompts[-1]
+
+
+class SlowFirstModel:
+    """Answers every call with ``answer``, except the first, which never ends."""
+
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+        self.prompts: list[str] = []
+        self.started = asyncio.Event()
+
+    async def complete(self, messages: Sequence[Any], *, system: str | None = None) -> str:
+        self.prompts.append(messages[0]["content"])
+        if len(self.prompts) == 1:
+            self.started.set()
+            await asyncio.Event().wait()
+        return self.answer
+
+
+async def test_an_unreadable_answer_is_asked_again_not_taken_for_no_facts(tmp_path: Any) -> None:
+    store = JsonFileStore(name="facts", path=tmp_path / "facts.json", extraction=EVERY_TURN)
+    model = ScriptedChatModel(['[{"content": "User lives in Ly', '["User lives in Lyon"]'])
+    c = coordinator(store, default_model=model)
+    await turn(c, user("I live in Lyon."))
+    assert await store.list() == []
+    await c.flush()
+    assert [r.content for r in await store.list()] == ["User lives in Lyon"]
+    assert "I live in Lyon." in model.calls[1].messages[0]["content"]
+
+
 # Resolution
 
 

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from agentrecall.errors import InvalidArgumentError
+from agentrecall.errors import InvalidArgumentError, ModelError
 from agentrecall.extraction import ExtractionResult, ExtractorContext, ModelExtractor
 from agentrecall.extraction.prompt import (
     DEFAULT_SYSTEM_PROMPT,
@@ -66,7 +66,7 @@ async def test_finds_the_array_inside_prose_and_a_code_fence() -> None:
     assert results == [ExtractionResult("Likes tea", {"topic": "pref"})]
 
 
-@pytest.mark.parametrize("answer", ["not json at all", "[{broken", "{}", '{"content": "x"}'])
+@pytest.mark.parametrize("answer", ["not json at all", "[{broken", "{}", '{"text": "x"}'])
 def test_unreadable_answers_give_nothing(answer: str, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING):
         assert parse_results(answer) == []
@@ -160,3 +160,53 @@ def test_constructor_checks_its_arguments() -> None:
         ModelExtractor(model="gpt-4o")  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="system_prompt"):
         ModelExtractor(system_prompt="  ")
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        'I found [2] facts: [{"content": "Likes tea"}, "Lives in Berlin"]',
+        '[{"content": "Likes tea"}, "Lives in Berlin"]\n\n(I left out [greetings].)',
+        '[1, 2] and then ["Likes tea", "Lives in Berlin"]',
+    ],
+)
+def test_brackets_in_the_prose_do_not_hide_the_array(answer: str) -> None:
+    assert parse_results(answer) == [
+        ExtractionResult("Likes tea"),
+        ExtractionResult("Lives in Berlin"),
+    ]
+
+
+def test_an_answer_nested_too_deep_gives_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="agentrecall.extraction.prompt"):
+        assert parse_results("[" * 100_000 + "]" * 100_000) == []
+    assert "not valid JSON" in caplog.text
+
+
+def test_lone_surrogates_in_the_answer_become_replacement_characters() -> None:
+    # A model cutting an emoji in half writes an escape that pairs with nothing.
+    answer = r'[{"content": "Loves \ud83d", "metadata": {"mood\udc00": ["\ud83d\ude00"]}}]'
+    assert parse_results(answer) == [
+        ExtractionResult("Loves \ufffd", {"mood\ufffd": ["\U0001f600"]})
+    ]
+
+
+@pytest.mark.parametrize(
+    "answer", ["Sorry, I cannot help.", '[{"content": "cut sh', "<html>502</html>"]
+)
+async def test_an_answer_without_a_json_array_is_a_model_error(answer: str) -> None:
+    model = ScriptedChatModel([answer])
+    with pytest.raises(ModelError, match="no JSON array") as raised:
+        await ModelExtractor(model).extract(CONVERSATION)
+    assert raised.value.body == answer
+
+
+async def test_an_empty_array_is_nothing_to_remember() -> None:
+    assert await ModelExtractor(ScriptedChatModel(["Nothing here: []"])).extract(CONVERSATION) == []
+
+
+async def test_a_lone_object_is_one_memory() -> None:
+    # Small models often answer one fact without the array; asking again would get the same.
+    answer = 'Here it is: {"content": " Likes tea ", "metadata": {"topic": "pref"}}'
+    results = await ModelExtractor(ScriptedChatModel([answer])).extract(CONVERSATION)
+    assert results == [ExtractionResult("Likes tea", {"topic": "pref"})]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
 import logging
 import socket
@@ -9,9 +11,11 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 
+from agentrecall import BufferMemory
 from agentrecall._internal.retry import RetryPolicy, is_retryable_status, parse_retry_after
 from agentrecall.errors import AgentRecallError, InvalidArgumentError, ModelError
 from agentrecall.models import ChatModel, OpenAICompatibleModel
@@ -191,6 +195,23 @@ async def test_an_unusable_reply_is_a_model_error(
     assert len(server.requests) == 1
 
 
+@pytest.mark.parametrize(
+    "content",
+    [
+        r'"Here is a cat \ud83d"',
+        r'[{"type": "text", "text": "Here is a cat "}, {"type": "text", "text": "\ud83d"}]',
+    ],
+)
+async def test_a_reply_cut_in_an_emoji_is_text_a_buffer_keeps(
+    server: ChatServer, model: OpenAICompatibleModel, tmp_path: Path, content: str
+) -> None:
+    server.push(Reply.raw(200, '{"choices": [{"message": {"content": ' + content + "}}]}"))
+    answer = await model.complete([{"role": "user", "content": "Show me a cat"}])
+    assert answer == "Here is a cat \ufffd"
+    async with BufferMemory(path=tmp_path / "c.db") as conversation:
+        await conversation.write([{"role": "assistant", "content": answer}])
+
+
 async def test_strands_messages_are_sent_as_text(
     server: ChatServer, model: OpenAICompatibleModel
 ) -> None:
@@ -238,6 +259,17 @@ async def test_the_client_is_reusable_after_aclose(server: ChatServer) -> None:
     await model.aclose()
 
 
+def test_one_model_serves_a_program_that_runs_a_loop_per_call(server: ChatServer) -> None:
+    # Each asyncio.run makes and ends its own event loop; the pool of an ended loop is closed
+    # with it (no unclosed-socket warning, which this test run would turn into an error).
+    model = OpenAICompatibleModel(server.base_url, "m")
+    server.push("one", "two", "three")
+    for expected in ("one", "two", "three"):
+        assert asyncio.run(model.complete([{"role": "user", "content": "hi"}])) == expected
+    asyncio.run(model.aclose())
+    gc.collect()
+
+
 async def test_unusable_messages_are_refused_before_sending(
     server: ChatServer, model: OpenAICompatibleModel
 ) -> None:
@@ -246,6 +278,11 @@ async def test_unusable_messages_are_refused_before_sending(
     parts = [{"type": "image_url", "image_url": {"url": b"raw bytes"}}]
     with pytest.raises(InvalidArgumentError, match="JSON"):
         await model.complete([{"role": "user", "content": parts}])
+    for messages in (None, "Hi", {"role": "user", "content": "Hi"}):
+        with pytest.raises(InvalidArgumentError, match="messages must be a list"):
+            await model.complete(messages)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="system"):
+        await model.complete([{"role": "user", "content": "Hi"}], system=["Be brief."])  # type: ignore[arg-type]
     assert server.requests == []
 
 
@@ -260,6 +297,9 @@ def test_constructor_checks_its_arguments() -> None:
         OpenAICompatibleModel("http://localhost/v1", "m", max_retries=-1)
     with pytest.raises(InvalidArgumentError, match="initial_delay"):
         OpenAICompatibleModel("http://localhost/v1", "m", retry_delay=float("nan"))
+    for extra in (5, "temperature=0", {1: 2}, {"logit_bias": {1, 2}}, {"t": float("nan")}):
+        with pytest.raises(InvalidArgumentError, match="extra_body"):
+            OpenAICompatibleModel("http://localhost/v1", "m", extra_body=extra)  # type: ignore[arg-type]
 
 
 def test_missing_httpx_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

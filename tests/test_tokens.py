@@ -43,3 +43,18 @@ async def test_drives_a_buffer_budget() -> None:
         ]
     )
     assert [m["content"] for m in await memory.read()] == ["hi", "yo"]
+
+
+def test_openai_tool_calls_count_their_name_and_arguments() -> None:
+    count = tiktoken_counter(byte_encoding())
+    call = {"id": "c1", "type": "function", "function": {"name": "find", "arguments": '{"q":1}'}}
+    message = {"role": "assistant", "content": None, "tool_calls": [call]}
+    assert count(message) == len('find\n{"q":1}') + 4
+    agentlib = {"role": "assistant", "content": "ok", "toolCalls": [{"name": "f", "arguments": {}}]}
+    assert count(agentlib) == len("ok\nf\n{}") + 4
+
+
+def test_blocks_json_cannot_encode_are_counted_as_text() -> None:
+    count = tiktoken_counter(byte_encoding())
+    block = {"toolUse": {"toolUseId": "t", "name": "f", "input": {1j: 2}}}
+    assert count({"role": "assistant", "content": [block]}) == len(str(block)) + 4

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -284,6 +285,20 @@ async def test_add_without_waiting_accepts_even_failing_writes(
     assert "write error" in caplog.text
 
 
+def test_a_write_accepted_but_cut_short_by_the_end_of_its_loop_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class StuckStore(RecordingStore):
+        async def add(self, content: str, metadata: Any = None) -> Any:
+            await asyncio.Event().wait()
+
+    manager = MemoryManager([StuckStore("s")], add_tool=AddToolConfig(wait_for_writes=False))
+    add = tools_of(manager)["add_memory"]
+    with caplog.at_level(logging.WARNING, logger="agentrecall.memory.manager"):
+        assert asyncio.run(add(entries=["a"])) == '{"accepted": 1}'
+    assert "cancelled before it finished" in caplog.text
+
+
 # --- forget_memory -----------------------------------------------------------------------------
 
 
@@ -389,3 +404,16 @@ async def test_results_are_json_with_unicode_kept() -> None:
     tool = MemoryTool("echo", "echo", schema, echo)
     assert await tool(text="Zürich 日本") == '{"text": "Zürich 日本"}'
     assert await tool(self="not a clash", text="x") == '{"text": "x"}'
+
+
+async def test_a_lone_surrogate_in_a_memory_reaches_the_model_as_its_escape(tmp_path: Path) -> None:
+    # Another program's file may hold one; no UTF-8 transport (HTTP, MCP stdio) carries it raw.
+    path = tmp_path / "theirs.json"
+    record = (
+        r'{"id": "m1", "content": "smile \ud83d here", "createdAt": "2026-01-01T00:00:00.000Z"}'
+    )
+    path.write_text(f"[{record}]", encoding="utf-8")
+    search = tools_of(MemoryManager([JsonFileStore(name="theirs", path=path)]))["search_memory"]
+    text = await search(query="smile")
+    text.encode("utf-8")
+    assert "\\ud83d" in text and json.loads(text)[0]["content"] == "smile \ud83d here"

@@ -200,3 +200,46 @@ def test_anthropic_tool_exchanges_are_cut_whole() -> None:
     history = [u("q1"), anthropic_call("t1"), anthropic_result("t1"), a("a1"), u("q2"), a("a2")]
     assert keep_newest(history, 5) == [u("q2"), a("a2")]
     assert keep_newest(history, 6) == history
+
+
+def test_tool_calls_cost_their_name_and_arguments_in_every_shape() -> None:
+    # "f" and '{"q": 1}' are 9 UTF-16 units: 3 tokens, plus 4 for the message.
+    openai = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"q": 1}'}}
+        ],
+    }
+    agentlib = {
+        "role": "assistant",
+        "content": "",
+        "toolCalls": [{"id": "c1", "name": "f", "arguments": {"q": 1}}],
+    }
+    assert (
+        estimate_tokens(openai)
+        == estimate_tokens(agentlib)
+        == estimate_tokens(strands_call("c1"))
+        == 7
+    )
+    with_text = {**openai, "content": "abc"}  # 3 + 9 = 12 units
+    assert estimate_tokens(with_text) == 3 + 4
+
+
+def test_a_budget_counts_the_arguments_of_openai_tool_calls() -> None:
+    # Tool arguments can be the bulk of a conversation; a budget that ignored them would not
+    # keep the window within what the model takes.
+    call = {"id": "c1", "type": "function", "function": {"name": "write", "arguments": "x" * 4000}}
+    conversation = [
+        u("Write the report."),
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        tool("c1"),
+        a("Done."),
+        u("Thanks!"),
+    ]
+    assert fit_budget(conversation, 100, estimate_tokens) == [u("Thanks!")]
+
+
+def test_tool_call_arguments_json_cannot_hold_are_still_counted() -> None:
+    message = {"role": "assistant", "content": "", "toolCalls": [{"arguments": {1j: 2}}]}
+    assert estimate_tokens(message) == -(-len(str({1j: 2})) // 4) + 4

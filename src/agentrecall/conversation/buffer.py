@@ -87,7 +87,9 @@ class BufferMemory:
       conversation in order, not by relevance.
     * ``max_tokens`` applies on read: system messages (from ``default_store``) first and always,
       then the newest messages that fit, with the same user-turn rule. A message's cost is the
-      ``token_counter``'s, by default ceil(UTF-16 length / 4) + 4.
+      ``token_counter``'s, by default ceil(UTF-16 length / 4) + 4, the length taking in tool
+      calls and results wherever the message holds them (AgentLIB leaves OpenAI-style
+      ``toolCalls`` out).
     * ``max_messages`` and ``max_tokens`` below 1 are refused (AgentLIB treats 0 as unlimited);
       ``None`` means unlimited.
     * ``default_store`` seeds sessions: a seeded session is read as given (not trimmed by
@@ -106,7 +108,10 @@ class BufferMemory:
     ``ValueError`` naming its index, and nothing of that write is stored. Text with a lone
     surrogate (such as U+D800, which UTF-8 cannot encode) is refused in session ids, message
     content, ``agent_name`` and ``tags``. A persisted buffer also needs messages that JSON can
-    hold as UTF-8 text, which rules out a lone surrogate anywhere in a message.
+    hold as UTF-8 text, which rules out a lone surrogate anywhere in a message, with one
+    addition: bytes (a Strands image, document or redacted reasoning) are kept, and read back
+    as ``bytes``. It refuses, for that reason, a message holding a JSON object whose one key is
+    ``"$bytes"`` with a string value: that is how bytes are stored.
 
     Concurrency: a write replaces a session in one step, so concurrent writes to one session
     are serialized (the last one wins, whole); sessions never wait on each other beyond one
@@ -135,13 +140,16 @@ class BufferMemory:
             max_messages: messages kept per session at write time; ``None`` for no cap.
             max_tokens: token budget of what ``read`` returns; ``None`` for no budget.
             default_store: sessions to start from, by session id (copied).
-            path: an SQLite file to keep sessions in; ``None`` keeps them in memory.
+            path: an SQLite file to keep sessions in (``~`` expanded; a relative path is
+                taken from the working directory at construction); ``None`` keeps them in
+                memory.
             dsn: a PostgreSQL connection string (``postgresql://user@host:5432/db``) to keep
                 sessions in that database instead (needs ``agentrecall[postgres]``).
             schema: with ``dsn``, the schema of the sessions' table (created when absent).
             table: with ``dsn``, the table's name; buffers with different tables share a
                 database without touching each other.
-            token_counter: ``message -> tokens``; see :func:`agentrecall.tiktoken_counter`.
+            token_counter: ``message -> tokens`` (a whole number, 0 or more); see
+                :func:`agentrecall.tiktoken_counter`.
             idle_ttl: forget sessions untouched for this long (seconds or ``timedelta``).
             clock: the time source, Unix seconds (tests pass a fake one).
 
@@ -152,7 +160,9 @@ class BufferMemory:
         self.max_tokens = _check_positive(max_tokens, "max_tokens")
         if token_counter is not None and not callable(token_counter):
             raise InvalidArgumentError("token_counter must be a callable: message -> int")
-        self._count_tokens: TokenCounter = token_counter or estimate_tokens
+        self._count_tokens: TokenCounter = (
+            estimate_tokens if token_counter is None else _checked_counter(token_counter)
+        )
         self._idle_ttl = seconds(idle_ttl, "idle_ttl")
         self._clock = clock
         self._seeds = _copy_seeds(default_store)
@@ -320,7 +330,18 @@ def _backend(
         return PostgresSessions(dsn, schema=schema, table=table)
     if (schema, table) != ("agentrecall", "buffer_sessions"):
         raise InvalidArgumentError("schema= and table= name a PostgreSQL table: pass dsn= too")
-    return MemorySessions() if path is None else SQLiteSessions(os.fspath(path))
+    return MemorySessions() if path is None else SQLiteSessions(_file_path(path))
+
+
+def _file_path(path: str | os.PathLike[str]) -> str:
+    """Return ``path`` absolute, ``~`` expanded, as the stores take theirs."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidArgumentError(f"path must be a file path, got {path!r}")
+    text = os.fspath(path)
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidArgumentError(f"path must name a file, got {path!r}")
+    check_text(text, "path")
+    return os.path.abspath(os.path.expanduser(text))
 
 
 def _entry(record: SessionRecord) -> BufferEntry:
@@ -363,6 +384,20 @@ def _check_positive(value: int | None, argument: str) -> int | None:
             f"{argument} must be a whole number of at least 1, or None for no limit; got {value!r}"
         )
     return value
+
+
+def _checked_counter(counter: TokenCounter) -> TokenCounter:
+    """Wrap a caller's counter so a count that is not a whole number is named, not summed."""
+
+    def count(message: Message) -> int:
+        tokens = counter(message)
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+            raise InvalidArgumentError(
+                f"token_counter must return a whole number of tokens (0 or more), got {tokens!r}"
+            )
+        return tokens
+
+    return count
 
 
 def _check_tags(tags: Mapping[str, str] | None) -> dict[str, str] | None:

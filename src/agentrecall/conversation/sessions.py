@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import pickle
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -33,6 +34,10 @@ class SessionRecord:
     tags: dict[str, str] | None
     token_count: int
 
+
+BYTES_KEY = "$bytes"
+"""The one key of the JSON object that stands for a bytes value in a stored message: its value
+is the bytes in base64 (Strands keeps images, documents and redacted reasoning as bytes)."""
 
 COLUMNS = "session_id, entry_id, messages, created_at, accessed_at, agent_name, tags, token_count"
 """The columns of a stored session, in the order of :func:`row_from_record`, for the SQL
@@ -227,15 +232,18 @@ def _idle(record: SessionRecord, idle_before: float | None) -> bool:
 def row_from_record(record: SessionRecord, where: str) -> tuple[Any, ...]:
     """Return ``record`` as a database row of :data:`COLUMNS`: messages and tags as JSON text.
 
-    A record without ``entry_id`` gets a new one. ``where`` names the database in messages.
+    Bytes anywhere in a message (a Strands image's ``bytes``, say) are written as
+    ``{"$bytes": "<base64>"}`` and read back as ``bytes``. A record without ``entry_id`` gets a
+    new one. ``where`` names the database in messages.
 
     Raises:
-        UnstorableMessage: a message JSON cannot hold, or one with a lone surrogate anywhere.
+        UnstorableMessage: a message JSON cannot hold; one with a lone surrogate anywhere; or
+            one holding an object of that bytes form itself, which would read back as bytes.
     """
     try:
-        messages = json.dumps(plain(record.messages), ensure_ascii=False)
+        messages = messages_json(plain(record.messages))
     except (TypeError, ValueError) as error:
-        position = first_failure(record.messages, json.dumps)
+        position = first_failure(record.messages, _one_json)
         raise UnstorableMessage(
             position, f"{where} keeps messages as JSON and this one is not ({error})"
         ) from error
@@ -263,7 +271,7 @@ def record_from_row(row: Sequence[Any]) -> SessionRecord:
     return SessionRecord(
         session_id=row[0],
         entry_id=row[1],
-        messages=json.loads(row[2]),
+        messages=messages_from_json(row[2]),
         created_at=row[3],
         accessed_at=row[4],
         agent_name=row[5],
@@ -272,5 +280,62 @@ def record_from_row(row: Sequence[Any]) -> SessionRecord:
     )
 
 
-def _utf8_json(message: Any) -> bytes:
-    return json.dumps(message, ensure_ascii=False).encode("utf-8")
+def messages_json(messages: Any) -> str:
+    """Return messages (or one message) as JSON text, bytes in the :data:`BYTES_KEY` form.
+
+    Mappings must be dicts (see :func:`plain`), as for ``json.dumps``.
+
+    Raises:
+        TypeError: a value JSON cannot hold.
+        ValueError: a value already has the bytes form, so it could not be told from bytes.
+    """
+    text = json.dumps(messages, ensure_ascii=False, default=_bytes_object)
+    # The key's JSON string, quotes included, appears only where a key or a value is "$bytes"
+    # exactly: inside a longer string the quotes would be escaped.
+    if _BYTES_TOKEN in text and _holds_bytes_form(messages):
+        raise ValueError(
+            f"it holds an object of the one key {BYTES_KEY!r}, which is how bytes are stored"
+        )
+    return text
+
+
+def messages_from_json(text: str) -> list[Any]:
+    """Return the messages :func:`messages_json` wrote, with their bytes."""
+    if _BYTES_TOKEN not in text:
+        messages: list[Any] = json.loads(text)
+        return messages
+    restored: list[Any] = json.loads(text, object_hook=_bytes_value)
+    return restored
+
+
+_BYTES_TOKEN = json.dumps(BYTES_KEY)
+
+
+def _bytes_object(value: object) -> dict[str, str]:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {BYTES_KEY: base64.b64encode(value).decode("ascii")}
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _is_bytes_form(value: object) -> bool:
+    return isinstance(value, Mapping) and len(value) == 1 and isinstance(value.get(BYTES_KEY), str)
+
+
+def _bytes_value(value: dict[str, Any]) -> Any:
+    return base64.b64decode(value[BYTES_KEY]) if _is_bytes_form(value) else value
+
+
+def _holds_bytes_form(value: object) -> bool:
+    if isinstance(value, Mapping):
+        return _is_bytes_form(value) or any(_holds_bytes_form(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_bytes_form(item) for item in value)
+    return False
+
+
+def _one_json(message: Message) -> str:
+    return messages_json(plain([message]))
+
+
+def _utf8_json(message: Message) -> bytes:
+    return _one_json(message).encode("utf-8")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from agentrecall.messages import Message, content_size
@@ -19,14 +19,21 @@ def estimate_tokens(message: Message) -> int:
     """Estimate a message's tokens with no tokenizer: ceil(UTF-16 length / 4) + 4.
 
     The length is that of the message's content (see
-    :func:`agentrecall.messages.content_size`); an empty message costs 4. This is the estimate
-    AgentLIB's ``BufferMemory`` uses, so budgets behave the same.
+    :func:`agentrecall.messages.content_size`) plus, for OpenAI ``tool_calls`` (or AgentLIB
+    ``toolCalls``), each call's function name and arguments, which the model reads as surely
+    as text; an empty message costs 4. This is the estimate AgentLIB's ``BufferMemory`` uses,
+    except that AgentLIB counts no tool calls, so a budget let tool arguments of any size pass.
     """
-    return -(-content_size(message) // 4) + MESSAGE_OVERHEAD
+    pieces = [{"text": piece} for piece in _tool_call_text(message)]
+    calls = content_size({"content": pieces}) if pieces else 0
+    return -(-(content_size(message) + calls) // 4) + MESSAGE_OVERHEAD
 
 
 def tiktoken_counter(encoding: Any = "o200k_base") -> TokenCounter:
     """Return a counter that tokenizes message text with ``tiktoken``, plus 4 per message.
+
+    The text is what :func:`estimate_tokens` measures: content, tool blocks as JSON, and
+    OpenAI tool calls' names and arguments.
 
     Args:
         encoding: an encoding name (``"o200k_base"``, ``"cl100k_base"``) or a ``tiktoken``
@@ -51,12 +58,16 @@ def tiktoken_counter(encoding: Any = "o200k_base") -> TokenCounter:
 
 
 def _model_text(message: Message) -> str:
-    """Everything in the message's content the model reads, as one string."""
+    """Everything in the message the model reads, as one string."""
     content = message.get("content")
-    if isinstance(content, str):
-        return content
+    parts = [content] if isinstance(content, str) else _blocks_text(content or ())
+    parts.extend(_tool_call_text(message))
+    return "\n".join(parts)
+
+
+def _blocks_text(blocks: Iterable[Mapping[str, Any]]) -> list[str]:
     parts: list[str] = []
-    for block in content or ():
+    for block in blocks:
         if isinstance(block.get("text"), str):
             parts.append(block["text"])
         elif (
@@ -65,5 +76,31 @@ def _model_text(message: Message) -> str:
             or "json" in block
             or block.get("type") in ("tool_use", "tool_result")
         ):
-            parts.append(json.dumps(block, ensure_ascii=False, default=str))
-    return "\n".join(parts)
+            parts.append(_json_text(block))
+    return parts
+
+
+def _tool_call_text(message: Message) -> Iterator[str]:
+    """Yield the function name and the arguments of each OpenAI-style tool call outside content."""
+    for field in ("tool_calls", "toolCalls"):
+        calls = message.get(field)
+        for call in calls if isinstance(calls, list) else ():
+            if not isinstance(call, Mapping):
+                continue
+            function = call.get("function")
+            # OpenAI nests name and arguments in "function"; AgentLIB keeps them on the call.
+            named = function if isinstance(function, Mapping) else call
+            yield str(named.get("name") or "")
+            arguments = named.get("arguments")
+            if isinstance(arguments, str):
+                yield arguments
+            elif arguments is not None:
+                yield _json_text(arguments)
+
+
+def _json_text(value: object) -> str:
+    """Return ``value`` as the JSON a model API would send, or as ``str`` when JSON cannot."""
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):  # keys JSON cannot have, say: the buffer names those later
+        return str(value)

@@ -55,9 +55,11 @@ class ExtractionCoordinator:
     Guarantees:
 
     * **Every recorded message reaches every store at least once**, unless the program ends
-      before a save succeeds (call :meth:`flush` at the end). A failed save is retried as a
-      whole at the next request, so with an extractor the model runs again and entries
-      already added may be added again (stores dedup identical content).
+      before a save succeeds (call :meth:`flush` at the end). A save cancelled midway (its
+      event loop ended, as each ``asyncio.run`` does) leaves its messages to the next save. A
+      failed save is retried as a whole at the next request, so with an extractor the model
+      runs again and entries already added may be added again (stores dedup identical
+      content).
     * **Saves for one store run one at a time, in order**; different stores never wait for
       each other, and a failing store does not hold back a healthy one.
     * **The agent loop never sees an extraction error**: failures are logged (a warning,
@@ -209,6 +211,11 @@ class ExtractionCoordinator:
             state.failures += 1
             _log_failure(state, len(pending), error)
             return
+        except BaseException:
+            # Cancelled (its event loop ended, say): not a failure, but nothing is saved either,
+            # so the next save takes these messages again.
+            state.mark = before
+            raise
         state.saved = state.mark
         if batch:
             state.failures = state.backoff_requests = 0

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agentrecall.errors import InvalidArgumentError
-from agentrecall.extraction.prompt import parse_results, render_transcript, system_prompt
+from agentrecall._internal.http import excerpt
+from agentrecall.errors import InvalidArgumentError, ModelError
+from agentrecall.extraction.prompt import read_answer, render_transcript, system_prompt
 from agentrecall.extraction.types import ExtractionResult, ExtractorContext
 from agentrecall.messages import Message
 from agentrecall.models.base import ChatModel
@@ -17,8 +18,10 @@ class ModelExtractor:
     The model gets a system prompt (``system_prompt`` or a default asking for durable,
     self-contained facts about the user) followed by a fixed instruction to answer with a
     JSON array of ``{"content": ...}`` objects, and one user message holding the transcript.
-    The answer is read leniently (see :func:`~agentrecall.extraction.prompt.parse_results`):
-    an answer that cannot be read gives no memories and a warning, never an error.
+    The answer is read leniently (see :func:`~agentrecall.extraction.prompt.read_answer`).
+    An answer holding no JSON array at all is a :class:`~agentrecall.errors.ModelError`, so a
+    coordinator asks again later rather than take it for "nothing worth remembering" and lose
+    the batch.
     """
 
     def __init__(self, model: ChatModel | None = None, system_prompt: str | None = None) -> None:
@@ -54,6 +57,7 @@ class ModelExtractor:
 
         Raises:
             InvalidArgumentError: neither this extractor nor ``context`` has a model.
+            ModelError: the answer holds no JSON array (its start is in ``body``).
             AgentRecallError: the model call failed (whatever the model raises propagates).
         """
         if not messages:
@@ -68,7 +72,13 @@ class ModelExtractor:
             [{"role": "user", "content": render_transcript(messages)}],
             system=system_prompt(self.system_prompt),
         )
-        return parse_results(answer.strip())
+        results = read_answer(answer.strip())
+        if results is None:
+            raise ModelError(
+                "ModelExtractor: the model's answer holds no JSON array of memories",
+                body=excerpt(answer),
+            )
+        return results
 
     def __repr__(self) -> str:
         return f"ModelExtractor(model={self.model!r})"

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from agentrecall.extraction.types import ExtractionResult
 from agentrecall.messages import Message, message_text
+from agentrecall.models.base import valid_text
 
 logger = logging.getLogger(__name__)
 
@@ -48,32 +50,45 @@ def render_transcript(messages: Sequence[Message]) -> str:
 
 
 def parse_results(answer: str) -> list[ExtractionResult]:
-    """Read the memories out of a model's answer, tolerating prose and code fences around it.
+    """Read the memories out of a model's answer; an unreadable answer gives ``[]``.
 
-    The JSON array is taken from the first ``[`` to the last ``]``. No array or invalid JSON
-    yields ``[]`` with a warning. Each item of the array is one memory, in order, when it is
-    either a string or an object with a string ``content``, and that text is not blank after
-    stripping (it is kept stripped). Any other item is skipped, and one warning per answer
-    says how many were skipped and shows the first. An object's ``metadata`` is kept when it
-    is a JSON object and dropped otherwise (the reference keeps any value, which a store's
-    ``add`` then refuses and the batch fails for good).
+    As :func:`read_answer`, with ``[]`` where that returns ``None``.
     """
-    start, end = answer.find("["), answer.rfind("]")
-    if start < 0 or end < start:
-        logger.warning("extraction answer has no JSON array; nothing extracted: %.200r", answer)
-        return []
-    try:
-        items = json.loads(answer[start : end + 1])
-    except ValueError as error:
-        logger.warning("extraction answer is not valid JSON (%s); nothing extracted", error)
-        return []
-    results, skipped = [], []
-    for item in items:
-        result = _result(item)
-        if result is None:
-            skipped.append(item)
+    results = read_answer(answer)
+    return [] if results is None else results
+
+
+def read_answer(answer: str) -> list[ExtractionResult] | None:
+    r"""Read the memories out of a model's answer, tolerating prose and code fences around it.
+
+    The answer's JSON arrays are found by decoding from each ``[`` in turn, so brackets in the
+    prose before or after (``"I found [2] facts: [...]"``) do not hide the array. The first
+    array holding a usable item is read; when none does, the first array is (an empty one means
+    nothing to remember). Without an array, the first JSON object with a string ``content``
+    is the one memory (small models often answer so). An answer holding neither gives
+    ``None`` with a warning: it says nothing about the conversation (a reply cut short, an
+    error page). Each item of the
+    array is one memory, in order, when it is either a string or an object with a string
+    ``content``, and that text is not blank after stripping (it is kept stripped). Any other
+    item is skipped, and one warning per answer says how many were skipped and shows the
+    first. An object's ``metadata`` is kept when it is a JSON object and dropped otherwise (the
+    reference keeps any value, which a store's ``add`` then refuses and the batch fails for
+    good). A lone surrogate the JSON held (``"\ud83d"`` pairing with nothing) becomes U+FFFD,
+    in content and metadata alike, for the same reason.
+    """
+    arrays, error = _json_values(answer, "[")
+    if not arrays:
+        objects = (_result(value) for value in _json_values(answer, "{")[0])
+        single = next((result for result in objects if result is not None), None)
+        if single is not None:
+            return [single]
+        if error is None:
+            logger.warning("extraction answer has no JSON array: %.200r", answer)
         else:
-            results.append(result)
+            logger.warning("extraction answer is not valid JSON (%s)", error)
+        return None
+    read = [_read_items(items) for items in arrays]
+    results, skipped, items = next((found for found in read if found[0]), read[0])
     if skipped:
         logger.warning(
             "extraction answer: skipped %d of %d items that are neither a non-blank string nor "
@@ -85,13 +100,62 @@ def parse_results(answer: str) -> list[ExtractionResult]:
     return results
 
 
+def _json_values(answer: str, opener: str) -> tuple[list[Any], Exception | None]:
+    """Return the JSON values starting at an ``opener`` of ``answer`` and not inside another.
+
+    ``opener`` is ``"["`` (arrays) or ``"{"`` (objects). Also returns the error of the first
+    ``opener`` that starts no JSON value, if any.
+    """
+    decoder = json.JSONDecoder()
+    values: list[Any] = []
+    first_error: Exception | None = None
+    position = answer.find(opener)
+    while position >= 0:
+        try:
+            value, end = decoder.raw_decode(answer, position)
+        except ValueError as error:
+            first_error = first_error or error
+            end = position + 1
+        except RecursionError as error:
+            # Nested deeper than Python decodes: no value from here on can be read.
+            return values, first_error or error
+        else:
+            values.append(value)
+        position = answer.find(opener, end)
+    return values, first_error
+
+
+def _read_items(items: list[Any]) -> tuple[list[ExtractionResult], list[Any], list[Any]]:
+    results, skipped = [], []
+    for item in items:
+        result = _result(item)
+        if result is None:
+            skipped.append(item)
+        else:
+            results.append(result)
+    return results, skipped, items
+
+
 def _result(item: object) -> ExtractionResult | None:
     if isinstance(item, str):
-        return ExtractionResult(item.strip()) if item.strip() else None
+        return ExtractionResult(valid_text(item.strip())) if item.strip() else None
     if not isinstance(item, Mapping) or not isinstance(item.get("content"), str):
         return None
     content = item["content"].strip()
     if not content:
         return None
     metadata = item.get("metadata")
-    return ExtractionResult(content, dict(metadata) if isinstance(metadata, dict) else None)
+    return ExtractionResult(
+        valid_text(content), _valid_json(metadata) if isinstance(metadata, dict) else None
+    )
+
+
+def _valid_json(value: Any) -> Any:
+    """Return a decoded JSON value with every string made valid text (see ``valid_text``)."""
+    if isinstance(value, str):
+        return valid_text(value)
+    if isinstance(value, dict):
+        return {valid_text(key): _valid_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_valid_json(item) for item in value]
+    return value

@@ -392,7 +392,11 @@ class MemoryManager:
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._background.discard(task)
-        if not task.cancelled() and task.exception() is not None:
+        if task.cancelled():
+            # Its event loop ended first (asyncio.run cancels what is left): say so, since the
+            # model was told the entries were accepted.
+            logger.warning("memory write in the background was cancelled before it finished")
+        elif task.exception() is not None:
             logger.warning("memory write in the background failed: %s", task.exception())
 
 

@@ -1,10 +1,11 @@
-"""Memory tools for a model: defined once, offered in OpenAI, Anthropic and MCP shapes.
+r"""Memory tools for a model: defined once, offered in OpenAI, Anthropic and MCP shapes.
 
 A :class:`MemoryTool` holds a tool's ``name``, ``description`` and ``input_schema`` (JSON
 Schema) with the coroutine that runs it. ``await tool(**arguments)`` checks the model's
 arguments against the schema, runs the tool and returns the text the model should see:
 
-* success: the result as JSON (``json.dumps(result, ensure_ascii=False)``);
+* success: the result as JSON (``json.dumps(result, ensure_ascii=False)``, but a lone
+  surrogate, which UTF-8 cannot carry, written as its ``\u`` escape);
 * arguments that do not fit the schema: ``Error: Validation failed for input parameters: ...``;
 * a ``ValueError`` (a bad request, e.g. an unknown store): ``Error: <message>``;
 * any other exception (a failing backend): ``Error: <ExceptionClass> - <message>``.
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentrecall._internal.arguments import validate_arguments
+from agentrecall._internal.text import escape_surrogates
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.stores.base import MemoryStore
 from agentrecall.types import JsonObject, MemoryEntry
@@ -147,7 +149,9 @@ class MemoryTool:
         except Exception as error:
             logger.warning("tool %s failed", self.name, exc_info=True)
             return ToolResult(f"Error: {type(error).__name__} - {error}", is_error=True)
-        return ToolResult(json.dumps(result, ensure_ascii=False), is_error=False)
+        # A memory another program wrote may hold a lone surrogate, which no UTF-8 transport
+        # carries; its JSON escape reads back as the same string.
+        return ToolResult(escape_surrogates(json.dumps(result, ensure_ascii=False)), False)
 
     def as_openai(self) -> JsonObject:
         """Return the OpenAI Chat Completions function tool."""

@@ -5,7 +5,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from agentrecall._internal.text import has_surrogate
 from agentrecall.messages import Message
+
+
+def valid_text(text: str) -> str:
+    r"""Return ``text`` with each lone surrogate replaced by U+FFFD.
+
+    A model's JSON may hold ``\ud83d`` escapes that pair with nothing (a reply cut in the
+    middle of an emoji, say), which ``json.loads`` turns into lone surrogates: text that no
+    file, database or conversation buffer accepts. Surrogates that do pair up are joined into
+    the character they encode.
+    """
+    if not has_surrogate(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 @runtime_checkable
@@ -28,7 +42,8 @@ class ChatModel(Protocol):
                 API expects them (an OpenAI system message, an Anthropic ``system`` field).
 
         Returns:
-            The reply's text, possibly empty.
+            The reply's text, possibly empty, valid Unicode (no lone surrogate: see
+            :func:`valid_text`).
 
         Raises:
             AgentRecallError: implementations raise a subclass (e.g.

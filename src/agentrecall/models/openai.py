@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -46,8 +46,10 @@ class OpenAICompatibleModel:
     ``Retry-After`` header sets the wait instead, up to ``max_retry_delay``. Other statuses
     fail at once: retrying a bad request or a bad key cannot help.
 
-    One connection pool serves every call. Close it with :meth:`aclose` or ``async with``; a
-    call after closing opens a new pool.
+    One connection pool serves every call on one event loop. Close it with :meth:`aclose` or
+    ``async with``; a call after closing opens a new pool, and so does a call on another event
+    loop (a program calling ``asyncio.run`` once per request, say); the pool of a loop that
+    ends is closed as it shuts down (``asyncio.run`` does this).
     """
 
     def __init__(
@@ -77,8 +79,8 @@ class OpenAICompatibleModel:
             retry_delay: seconds before the first retry; each next wait doubles.
             max_retry_delay: the longest wait between attempts, ``Retry-After`` included.
             extra_body: more request fields sent with every call (``temperature``,
-                ``max_tokens``, ``response_format``...); they cannot replace ``model``,
-                ``messages`` or ``stream``.
+                ``max_tokens``, ``response_format``...), a mapping of names to values JSON
+                can carry (copied); they cannot replace ``model``, ``messages`` or ``stream``.
 
         Raises:
             ImportError: httpx is not installed.
@@ -93,20 +95,29 @@ class OpenAICompatibleModel:
         self.model = model
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key is not None else {}
         self._timeout = float(timeout)
-        self._extra = dict(extra_body or {})
+        self._extra = _checked_extra(extra_body)
         self._client: httpx.AsyncClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closer: AsyncGenerator[None, None] | None = None
 
     async def complete(self, messages: Sequence[Message], *, system: str | None = None) -> str:
         """Return the model's reply to ``messages``; see :meth:`ChatModel.complete`.
 
         Raises:
-            InvalidArgumentError: a message is malformed or holds values JSON cannot carry.
+            InvalidArgumentError: ``messages`` is not a list of usable messages (one holds values
+                JSON cannot carry, say), or ``system`` is not a string.
             ModelError: the server answered with an error status (``status_code`` and an
                 excerpt of the body are kept), the reply was not a chat completion, or the
                 server could not be reached; after the retries described above.
         """
+        if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
+            raise InvalidArgumentError(
+                f"messages must be a list of message mappings, got {type(messages).__name__}"
+            )
         for index, message in enumerate(messages):
             check_message(message, index)
+        if system is not None and not isinstance(system, str):
+            raise InvalidArgumentError(f"system must be a string or None, got {system!r}")
         body = request_body(self.model, messages, system, self._extra)
         try:
             content = json.dumps(body, ensure_ascii=False).encode()
@@ -123,7 +134,7 @@ class OpenAICompatibleModel:
             ) from error
 
     async def _send(self, content: bytes) -> httpx.Response:
-        client = self._connect()
+        client = await self._connect()
         retry = 0
         while True:
             try:
@@ -137,19 +148,27 @@ class OpenAICompatibleModel:
             await asyncio.sleep(wait)
             retry += 1
 
-    def _connect(self) -> httpx.AsyncClient:
-        if self._client is None:
-            headers = {"Content-Type": "application/json", **self._headers}
-            self._client = self._httpx.AsyncClient(
-                headers=headers, timeout=self._httpx.Timeout(self._timeout), verify=tls_context()
-            )
-        return self._client
+    async def _connect(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        if self._client is not None and self._loop is loop:
+            return self._client
+        # A pool serves one event loop: one made on another (each asyncio.run makes its own)
+        # is closed by that loop as it shuts down, or left to it.
+        headers = {"Content-Type": "application/json", **self._headers}
+        client: httpx.AsyncClient = self._httpx.AsyncClient(
+            headers=headers, timeout=self._httpx.Timeout(self._timeout), verify=tls_context()
+        )
+        closer = _closed_with_loop(client)
+        await anext(closer)  # now the loop's to finish: its shutdown_asyncgens closes the pool
+        self._client, self._loop, self._closer = client, loop, closer
+        return client
 
     async def aclose(self) -> None:
         """Close the connection pool; a later call opens a new one."""
-        client, self._client = self._client, None
-        if client is not None:
-            await client.aclose()
+        closer, loop = self._closer, self._loop
+        self._client = self._loop = self._closer = None
+        if closer is not None and loop is asyncio.get_running_loop():
+            await closer.aclose()
 
     async def __aenter__(self) -> OpenAICompatibleModel:
         return self
@@ -164,3 +183,26 @@ class OpenAICompatibleModel:
 
     def __repr__(self) -> str:
         return f"OpenAICompatibleModel({self.url!r}, {self.model!r})"
+
+
+async def _closed_with_loop(client: httpx.AsyncClient) -> AsyncGenerator[None, None]:
+    """Hold ``client`` open until the generator is closed, by :meth:`aclose` or its loop."""
+    try:
+        yield
+    finally:
+        await client.aclose()
+
+
+def _checked_extra(extra_body: object) -> dict[str, Any]:
+    """Return a copy of ``extra_body`` once it is a mapping JSON can carry as an object."""
+    if extra_body is None:
+        return {}
+    if not isinstance(extra_body, Mapping) or not all(isinstance(k, str) for k in extra_body):
+        raise InvalidArgumentError(
+            f"extra_body must be a mapping of field names to values, got {extra_body!r}"
+        )
+    try:
+        json.dumps(extra_body, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise InvalidArgumentError(f"extra_body cannot be sent as JSON: {error}") from error
+    return dict(extra_body)

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentrecall.messages import Message
+from agentrecall.models.base import valid_text
 
 _CAMEL_FIELDS = {"toolCalls": "tool_calls", "toolCallId": "tool_call_id"}
 _API_FIELDS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id", "refusal"})
@@ -94,9 +95,10 @@ def _render_result_parts(parts: list[Any]) -> str:
 
 
 def completion_text(payload: object) -> str:
-    """Return the assistant text of a chat completions reply.
+    r"""Return the assistant text of a chat completions reply.
 
-    Content given as a list of parts has its text parts joined.
+    Content given as a list of parts has its text parts joined. A lone surrogate the JSON
+    held (an escape such as ``\ud83d`` pairing with nothing) becomes U+FFFD.
 
     Raises:
         ValueError: the payload has no ``choices[0].message`` or that message has no text
@@ -110,12 +112,14 @@ def completion_text(payload: object) -> str:
         raise ValueError("the reply's choices[0].message is not an object")
     content = message.get("content")
     if isinstance(content, str):
-        return content
+        return valid_text(content)
     if isinstance(content, list):
-        return "".join(
-            part["text"]
-            for part in content
-            if isinstance(part, Mapping) and isinstance(part.get("text"), str)
+        return valid_text(
+            "".join(
+                part["text"]
+                for part in content
+                if isinstance(part, Mapping) and isinstance(part.get("text"), str)
+            )
         )
     if isinstance(message.get("refusal"), str):
         raise ValueError(f"the model refused: {message['refusal']}")
