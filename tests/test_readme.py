@@ -82,6 +82,10 @@ def buffer_memory(out: str, home: Path) -> None:
     assert out == "['user', 'assistant']\n"
 
 
+def buffer_bytes(out: str, home: Path) -> None:
+    assert out == "b'\\x89PNG'\n"
+
+
 def meaning(out: str, home: Path) -> None:
     content, _, score = out.strip().rpartition(" ")
     assert content == "The user's favourite seat is by the window." and float(score) > 0.3
@@ -110,6 +114,7 @@ CHECKS: dict[str, Callable[[str, Path], None]] = {
     'SQLiteStore("memory.db") as store': sqlite_store,
     'notes = JsonFileStore(name="notes", path="notes.json")': json_store,
     'BufferMemory(max_messages=20, max_tokens=4000, path="conversations.db")': buffer_memory,
+    'BufferMemory(path="strands-conversations.db")': buffer_bytes,
     "StrandsMemoryManager(stores=": strands_manager,
     'SQLiteStore("meaning.db", embedder=LocalEmbedder())': meaning,
     'PostgresStore(dsn, name="travel")': postgres_store,
