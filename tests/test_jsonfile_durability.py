@@ -566,6 +566,57 @@ def test_unwritable_directory_refuses_writes_and_keeps_the_file(
     assert sorted(p.name for p in unwritable_dir.iterdir()) == listing  # no temp file left
 
 
+# Warms up as root like UNWRITABLE, then, as 'nobody', tries to change a file that is
+# read-only for it in a directory it may write (where a rename would replace the file).
+READ_ONLY_FILE = """
+import json, os, sys
+from agentrecall import JsonFileStore, SyncStore
+from agentrecall.errors import StorageError
+
+path, scratch, nobody = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with SyncStore(JsonFileStore(name="warm", path=scratch)) as warm:
+    warm.delete(warm.add("warm up the code paths").id)
+if os.getuid() == 0:
+    os.setgroups([])
+    os.setgid(nobody)
+    os.setuid(nobody)
+result = {"uid": os.getuid()}
+with SyncStore(JsonFileStore(name="ro", path=path)) as store:
+    result["hits"] = [hit.content for hit in store.search("readonly")]
+    for name, call in (("add", lambda: store.add("must never be written")),
+                       ("delete", lambda: store.delete(store.list()[0].id))):
+        try:
+            call()
+            result[name] = None
+        except StorageError as error:
+            result[name] = str(error)
+print(json.dumps(result))
+"""
+
+
+def test_a_read_only_file_is_refused_not_replaced(unwritable_dir: Path, tmp_path: Path) -> None:
+    path = unwritable_dir / "ro.json"
+    with SyncStore(JsonFileStore(name="ro", path=path)) as store:
+        store.add("a readonly fact")
+    before = path.read_bytes()
+    path.chmod(0o444)
+    (unwritable_dir / f"{LOCK_PREFIX}ro.json").chmod(0o666)  # the lock is not what refuses
+    unwritable_dir.chmod(0o777)  # the directory allows the rename that would replace the file
+
+    out = _run(READ_ONLY_FILE, str(path), str(tmp_path / "scratch" / "warm.json"), str(NOBODY))
+    result = json.loads(out)
+
+    assert result["uid"] != 0
+    assert result["hits"] == ["a readonly fact"]
+    for operation in ("add", "delete"):
+        message = result[operation]
+        assert message is not None, f"{operation} replaced the read-only file"
+        assert str(path) in message and "read-only" in message
+    assert path.read_bytes() == before
+    assert path.stat().st_mode & 0o777 == 0o444
+    assert not [p for p in unwritable_dir.iterdir() if p.name.endswith(".tmp")]
+
+
 # --------------------------------------------------------------------------------------------
 # 7. an acknowledged write is visible to a fresh process
 

@@ -61,6 +61,9 @@ class JsonFileStore:
       (``.__agentrecall_lock_<file name>``) for the whole read-modify-write.
     * A path that is a symbolic link is written through: the file it points to gets the new
       bytes and the lock sidecar, the link stays a link.
+    * A rewrite keeps the file's permissions (a ``0o600`` file stays private) and, as root,
+      its owner; a file whose permissions deny this process writing is refused with
+      :class:`~agentrecall.errors.StorageError`, never replaced.
     * A temp file is named ``.__agentrecall_tmp_<file name>.<pid>.<random>.tmp``; one left by a
       killed writer is removed by the next write.
     * A file that cannot be parsed is reported with :class:`~agentrecall.errors.InvalidFileError`
