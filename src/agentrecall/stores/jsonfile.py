@@ -50,8 +50,8 @@ class JsonFileStore:
     Recall: a memory's score is the number of distinct query words in its content (words are
     lowercase runs of letters, digits and ``_``; see :mod:`agentrecall.retrieval.tokenize`).
     Hits with a score of 0 are left out; higher scores come first, then the later
-    ``createdAt``. Each hit's metadata is a fresh copy of the stored metadata plus
-    ``_relevanceScore``.
+    ``createdAt``, then (for equal ``createdAt``) the earlier place in the file. Each hit's
+    metadata is a fresh copy of the stored metadata plus ``_relevanceScore``.
 
     Guarantees beyond the reference:
 
@@ -71,8 +71,6 @@ class JsonFileStore:
     * Reads are cached until the file's identity (inode, size, mtime) changes: searching an
       unchanged file neither re-reads nor re-tokenizes it, while another process's write is
       seen by the next call.
-    * Memories added within the same millisecond rank newest first (the reference returns
-      them oldest first, which contradicts its own newest-first rule).
     * ``metadata`` must be a JSON object of JSON values; anything else is refused before any
       write, where the reference would write a file it then cannot read. Text with a lone
       surrogate (such as U+D800, which UTF-8 cannot encode) is refused too, in content, ids
