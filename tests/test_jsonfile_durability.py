@@ -24,6 +24,7 @@ from typing import IO, Any
 import pytest
 
 from agentrecall import JsonFileStore, SyncStore
+from agentrecall._internal.filelock import acquire_lock_file, release_lock_file
 from agentrecall.errors import InvalidFileError, StorageError
 
 TEMP_PREFIX = ".__agentrecall_tmp_"
@@ -657,3 +658,54 @@ def test_acknowledged_write_is_read_by_a_fresh_process(tmp_path: Path) -> None:
         "count": 1,
     }
     assert _temp_files(path.parent) == []
+
+
+# --------------------------------------------------------------------------------------------
+# 8. a fork in the middle of a call
+
+# The add waits for the lock file the test holds; meanwhile the main thread forks. The
+# child then adds through its copy of the store, and reports whether it could.
+FORK_DURING_ADD = """
+import asyncio, json, os, signal, sys, threading, time
+from agentrecall import JsonFileStore
+
+store = JsonFileStore(name="fork", path=sys.argv[1])
+adder = threading.Thread(target=lambda: asyncio.run(store.add("added while forking")))
+adder.start()
+while not store._mutex.locked():  # the add has begun, and waits for the test's lock
+    time.sleep(0.01)
+print("forking", flush=True)
+pid = os.fork()
+if pid == 0:
+    asyncio.run(store.add("added by the child"))
+    os._exit(0)
+adder.join()
+deadline = time.monotonic() + 20
+while time.monotonic() < deadline:
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        print(json.dumps({"child": os.waitstatus_to_exitcode(status)}), flush=True)
+        break
+    time.sleep(0.05)
+else:
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    print(json.dumps({"child": "hung"}), flush=True)
+"""
+
+
+def test_a_fork_during_a_write_leaves_the_child_a_working_store(tmp_path: Path) -> None:
+    path = tmp_path / "fork.json"
+    lock = acquire_lock_file(str(tmp_path / f"{LOCK_PREFIX}fork.json"))
+    child = _spawn(FORK_DURING_ADD, str(path))
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "forking"
+        time.sleep(0.5)  # lets a fork that does not wait for the add happen in its middle
+    finally:
+        release_lock_file(lock)
+    out, _ = child.communicate(timeout=CHILD_TIMEOUT)
+    assert child.returncode == 0
+    assert json.loads(out) == {"child": 0}
+    contents = sorted(r["content"] for r in json.loads(path.read_text(encoding="utf-8")))
+    assert contents == ["added by the child", "added while forking"]

@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
+from agentrecall._internal import forks
 from agentrecall._internal.checks import (
     check_id,
     check_ids,
@@ -78,6 +79,8 @@ class JsonFileStore:
       written back with the same escape.
     * ``get``, ``delete``, ``list``, ``count``, ``clear`` and the batch ``add_many``.
     * File I/O runs in worker threads, never on the event loop.
+    * A store may be used across ``os.fork()``: a fork waits for the store's call in
+      progress, so a child starts with the store idle and holds none of its locks.
 
     Deliberate differences in configuration: ``name`` is a required keyword (leaving it out is
     a ``TypeError``, where the reference raises ``KeyError``); ``max_search_results``,
@@ -154,6 +157,12 @@ class JsonFileStore:
             self._storage, self._path = LocalFileStorage(directory), file_path
         self._mutex = threading.Lock()
         self._records: RecordSet | None = None
+        forks.register(
+            self,
+            before=JsonFileStore._hold,
+            in_parent=JsonFileStore._release,
+            in_child=JsonFileStore._renew,
+        )
 
     @property
     def path(self) -> str | None:
@@ -315,6 +324,18 @@ class JsonFileStore:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+    def _hold(self) -> None:
+        # A fork waits for the call in progress: forked in the middle of one, the child would
+        # keep the lock file's descriptor (holding every writer off while it lives) and a
+        # mutex no thread of its own will ever release.
+        self._mutex.acquire()
+
+    def _release(self) -> None:
+        self._mutex.release()
+
+    def _renew(self) -> None:
+        self._mutex = threading.Lock()
 
     def _check_writable(self) -> None:
         if not self.writable:
