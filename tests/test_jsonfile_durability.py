@@ -345,6 +345,10 @@ BAD_FILES = {
     "huge-integer": _file({**GOOD, "metadata": {"n": 0}}).replace(
         b'"n": 0', b'"n": 1' + b"0" * 5000
     ),
+    # Python parses this, but copying the metadata for a hit would exceed the recursion limit
+    "metadata-nested-600": _file({**GOOD, "metadata": {"k": []}}).replace(
+        b"[]", b"[" * 600 + b"]" * 600
+    ),
 }
 
 
