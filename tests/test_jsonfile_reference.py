@@ -6,6 +6,7 @@ import json
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import STRANDS_FIXTURES, load_fixture
@@ -283,9 +284,12 @@ async def test_path_below_a_regular_file(tmp_path: Path) -> None:
         await store.add("fact")
 
 
-@pytest.mark.parametrize("path", [".", "..", "dir/", "a\\b.json"])
-def test_paths_that_name_no_usable_file_are_refused_at_construction(path: str) -> None:
-    # The reference fails later, at the first read or write, with a StorageError.
+@pytest.mark.parametrize(
+    "path", [".", "..", "dir/", "a\\b.json", "caf\udce9.json", b"notes.json", 12, ["a.json"]]
+)
+def test_paths_that_name_no_usable_file_are_refused_at_construction(path: Any) -> None:
+    # The reference fails later, at the first read or write, with a StorageError (or a
+    # TypeError for a path that is no string).
     with pytest.raises(InvalidArgumentError, match="path"):
         JsonFileStore(name="p", path=path)
 

@@ -22,7 +22,7 @@ from agentrecall._internal.clock import utc_timestamp
 from agentrecall._internal.ids import new_id
 from agentrecall._internal.jsoncopy import copy_json
 from agentrecall._internal.paths import default_store_path
-from agentrecall._internal.text import check_text
+from agentrecall._internal.text import check_text, has_surrogate
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.retrieval.tokenize import tokenize
 from agentrecall.storage.base import BlockingStorage
@@ -489,7 +489,11 @@ def _checked_record(index: int, record: MemoryRecord) -> MemoryRecord:
 def _check_path(path: str | os.PathLike[str] | None) -> str | None:
     if path is None:
         return None
-    text = os.fspath(path)
+    text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else path
+    if not isinstance(text, str):
+        raise InvalidArgumentError(
+            f"path must be a str or an os.PathLike of str, got {type(text).__name__}"
+        )
     if not text.strip():
         raise InvalidArgumentError("path must not be blank; leave it out to use the default file")
     if os.path.basename(text) in ("", ".", ".."):
@@ -499,4 +503,8 @@ def _check_path(path: str | os.PathLike[str] | None) -> str | None:
         raise InvalidArgumentError(f"path must not contain NUL characters, got {text!r}")
     if "\\" in os.path.basename(absolute):
         raise InvalidArgumentError(f"path's file name must not contain a backslash, got {text!r}")
+    if has_surrogate(os.path.basename(absolute)):
+        # Bytes the file system encoding cannot decode (os.fsdecode escapes them as lone
+        # surrogates) cannot be part of a file name the store writes beside the file.
+        raise InvalidArgumentError(f"path's file name must be valid Unicode text, got {text!r}")
     return absolute
