@@ -297,7 +297,10 @@ class JsonFileStore:
         return await self._offload(self._delete_blocking, _Remover(None))
 
     async def list(self, *, offset: int = 0, limit: int | None = None) -> RecordList:
-        """Return memories oldest first, skipping ``offset`` and returning at most ``limit``.
+        """Return memories in the file's order, skipping ``offset`` and returning at most ``limit``.
+
+        That is the order they were added, oldest first, unless the file was edited by hand or
+        took imported records (which keep the order they came in, whatever their times).
 
         Raises:
             InvalidArgumentError: ``offset`` is not an integer from 0 to 2**63 - 1, or
@@ -308,8 +311,8 @@ class JsonFileStore:
         return await self._offload(self._list_blocking, offset, limit)
 
     async def count(self) -> int:
-        """Return how many memories the store holds."""
-        return len(await self._offload(self._list_blocking, 0, None))
+        """Return how many memories the store holds (served from the cache, as searches are)."""
+        return await self._offload(self._count_blocking)
 
     async def aclose(self) -> None:
         """Drop the records cached from the file; the next call reads the file again.
@@ -377,6 +380,10 @@ class JsonFileStore:
             records = self._load().records
             end = None if limit is None else offset + limit
             return [memory_record(record) for record in records[offset:end]]
+
+    def _count_blocking(self) -> int:
+        with self._mutex:
+            return len(self._load().records)
 
     def _delete_blocking(self, remover: _Remover) -> int:
         # Forgetting ids the file does not hold takes no lock, so it creates nothing on disk.
