@@ -622,6 +622,50 @@ def test_a_read_only_file_is_refused_not_replaced(unwritable_dir: Path, tmp_path
     assert not [p for p in unwritable_dir.iterdir() if p.name.endswith(".tmp")]
 
 
+# Warms up as root like UNWRITABLE, then adds as 'nobody', the owner of the file.
+OWNER_ADDS = """
+import json, os, sys
+from agentrecall import JsonFileStore, SyncStore
+from agentrecall.errors import StorageError
+
+path, scratch, nobody = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with SyncStore(JsonFileStore(name="warm", path=scratch)) as warm:
+    warm.delete(warm.add("warm up the code paths").id)
+if os.getuid() == 0:
+    os.setgroups([])
+    os.setgid(nobody)
+    os.setuid(nobody)
+with SyncStore(JsonFileStore(name="theirs", path=path)) as store:
+    try:
+        store.add("added by the owner")
+        print(json.dumps({"uid": os.getuid(), "error": None}))
+    except StorageError as error:
+        print(json.dumps({"uid": os.getuid(), "error": str(error)}))
+"""
+
+
+def test_a_write_by_root_leaves_the_file_and_its_lock_to_the_owner(
+    unwritable_dir: Path, tmp_path: Path
+) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("only root can write another user's file")
+    unwritable_dir.chmod(0o777)
+    path = unwritable_dir / "theirs.json"
+    path.write_text("[]", encoding="utf-8")
+    path.chmod(0o600)
+    os.chown(path, NOBODY, NOBODY)  # nobody's private file, which a job run as root adds to
+    with SyncStore(JsonFileStore(name="theirs", path=path)) as store:
+        store.add("added by root")
+    lock = unwritable_dir / f"{LOCK_PREFIX}theirs.json"
+    for written in (path, lock):
+        info = written.stat()
+        assert (info.st_uid, info.st_gid, info.st_mode & 0o777) == (NOBODY, NOBODY, 0o600)
+
+    out = _run(OWNER_ADDS, str(path), str(tmp_path / "scratch" / "warm.json"), str(NOBODY))
+    assert json.loads(out) == {"uid": NOBODY, "error": None}
+    assert [r["content"] for r in _records(path)] == ["added by root", "added by the owner"]
+
+
 # --------------------------------------------------------------------------------------------
 # 7. an acknowledged write is visible to a fresh process
 

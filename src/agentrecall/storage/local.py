@@ -135,20 +135,25 @@ class LocalFileStorage:
         """Hold the cross-process writers' lock of ``key``.
 
         The lock is a sidecar file beside the key's file, or beside the file a symbolic link
-        points to, so every path to one file shares one lock. Once it is held, the temp files
+        points to, so every path to one file shares one lock. It takes the file's owner (where
+        this process may set it) and permissions, plus its owner's write permission, so that
+        whoever may write the file may take its lock. Once it is held, the temp files
         of writers of that file that died (their process is gone, or the file is older than
         :data:`STALE_TEMP_SECONDS`) are removed.
         """
         path = self.path_of(key)
-        directory, name = os.path.split(os.path.realpath(path))
+        target = os.path.realpath(path)
+        directory, name = os.path.split(target)
         _ensure_directory(directory, path)
+        lock = os.path.join(directory, f"{LOCK_PREFIX}{name}")
         try:
-            fd = acquire_lock_file(os.path.join(directory, f"{LOCK_PREFIX}{name}"))
+            fd = acquire_lock_file(lock)
         except OSError as error:
             raise StorageError(
                 f"cannot write '{path}': cannot lock it ({error.strerror or error})"
             ) from error
         try:
+            _lock_like_file(fd, lock, target)
             _remove_stale_temps(directory, name)
             yield
         finally:
@@ -250,23 +255,49 @@ def _writable_file(target: str, path: str) -> os.stat_result | None:
     return current
 
 
-def _take_over(fd: int, temp: str, current: os.stat_result) -> None:
+def _take_over(fd: int, temp: str, current: os.stat_result, mode: int | None = None) -> None:
     """Give the temp file the permissions and, where allowed, the owner of the file it replaces.
 
     Otherwise every write would reset a private (0o600) file to the default permissions, and
-    a write by another user (root) would take the file away from its owner.
+    a write by another user (root) would take the file away from its owner. ``mode`` replaces
+    the file's permissions when given.
     """
     if hasattr(os, "fchown") and (current.st_uid, current.st_gid) != (os.geteuid(), os.getegid()):
         try:
             os.fchown(fd, current.st_uid, current.st_gid)
         except OSError:
             pass  # only root may give a file away; the permissions still carry over
-    mode = stat.S_IMODE(current.st_mode)
+    if mode is None:
+        mode = stat.S_IMODE(current.st_mode)
     # os.fchmod is missing on Windows before Python 3.13.
     if hasattr(os, "fchmod"):
         os.fchmod(fd, mode)
     else:
         os.chmod(temp, mode)
+
+
+def _lock_like_file(fd: int, lock: str, target: str) -> None:
+    """Give the lock file ``fd`` the owner and permissions of the file ``target`` it guards.
+
+    A lock file root created (a job run with sudo) would otherwise keep the file's owner from
+    ever writing it again, and a private file's lock would be readable by everyone. Matching
+    is a courtesy: a lock this process may not change stays as it is.
+    """
+    try:
+        wanted, held = os.stat(target), os.fstat(fd)
+    except OSError:
+        return  # no file yet: the lock keeps the defaults the file will get
+    mode = stat.S_IMODE(wanted.st_mode) | stat.S_IWUSR  # its owner must open it for writing
+    if (held.st_uid, held.st_gid, stat.S_IMODE(held.st_mode)) == (
+        wanted.st_uid,
+        wanted.st_gid,
+        mode,
+    ):
+        return
+    try:
+        _take_over(fd, lock, wanted, mode)
+    except OSError:
+        pass
 
 
 def _next_mtime_ns(current: os.stat_result | None) -> int:
