@@ -260,6 +260,20 @@ async def test_metadata_nesting_is_bounded(store: JsonFileStore) -> None:
     assert await store.count() == 0
 
 
+async def test_a_file_holds_metadata_as_deep_as_an_add_may(tmp_path: Path) -> None:
+    deep: dict[str, object] = {}
+    node = deep
+    for _ in range(99):  # the object itself is level 1: 100 levels
+        node["k"] = {}
+        node = node["k"]  # type: ignore[assignment]
+    path = tmp_path / "deep.json"
+    await JsonFileStore(name="deep", path=path).add("deep fact", deep)
+    fresh = JsonFileStore(name="deep", path=path)
+    hits = await fresh.search("deep")
+    assert [hit.metadata for hit in hits] == [{**deep, "_relevanceScore": 1}]
+    assert (await fresh.list())[0].metadata == deep
+
+
 async def test_integers_too_long_for_json_text_are_refused(store: JsonFileStore) -> None:
     with pytest.raises(InvalidArgumentError, match="too long"):
         await store.add("fact", {"n": 10**5000})

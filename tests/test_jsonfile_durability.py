@@ -24,6 +24,7 @@ from typing import IO, Any
 import pytest
 
 from agentrecall import JsonFileStore, SyncStore
+from agentrecall._internal.filelock import acquire_lock_file, release_lock_file
 from agentrecall.errors import InvalidFileError, StorageError
 
 TEMP_PREFIX = ".__agentrecall_tmp_"
@@ -344,6 +345,10 @@ BAD_FILES = {
     "huge-integer": _file({**GOOD, "metadata": {"n": 0}}).replace(
         b'"n": 0', b'"n": 1' + b"0" * 5000
     ),
+    # Python parses this, but copying the metadata for a hit would exceed the recursion limit
+    "metadata-nested-600": _file({**GOOD, "metadata": {"k": []}}).replace(
+        b"[]", b"[" * 600 + b"]" * 600
+    ),
 }
 
 
@@ -566,6 +571,101 @@ def test_unwritable_directory_refuses_writes_and_keeps_the_file(
     assert sorted(p.name for p in unwritable_dir.iterdir()) == listing  # no temp file left
 
 
+# Warms up as root like UNWRITABLE, then, as 'nobody', tries to change a file that is
+# read-only for it in a directory it may write (where a rename would replace the file).
+READ_ONLY_FILE = """
+import json, os, sys
+from agentrecall import JsonFileStore, SyncStore
+from agentrecall.errors import StorageError
+
+path, scratch, nobody = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with SyncStore(JsonFileStore(name="warm", path=scratch)) as warm:
+    warm.delete(warm.add("warm up the code paths").id)
+if os.getuid() == 0:
+    os.setgroups([])
+    os.setgid(nobody)
+    os.setuid(nobody)
+result = {"uid": os.getuid()}
+with SyncStore(JsonFileStore(name="ro", path=path)) as store:
+    result["hits"] = [hit.content for hit in store.search("readonly")]
+    for name, call in (("add", lambda: store.add("must never be written")),
+                       ("delete", lambda: store.delete(store.list()[0].id))):
+        try:
+            call()
+            result[name] = None
+        except StorageError as error:
+            result[name] = str(error)
+print(json.dumps(result))
+"""
+
+
+def test_a_read_only_file_is_refused_not_replaced(unwritable_dir: Path, tmp_path: Path) -> None:
+    path = unwritable_dir / "ro.json"
+    with SyncStore(JsonFileStore(name="ro", path=path)) as store:
+        store.add("a readonly fact")
+    before = path.read_bytes()
+    path.chmod(0o444)
+    (unwritable_dir / f"{LOCK_PREFIX}ro.json").chmod(0o666)  # the lock is not what refuses
+    unwritable_dir.chmod(0o777)  # the directory allows the rename that would replace the file
+
+    out = _run(READ_ONLY_FILE, str(path), str(tmp_path / "scratch" / "warm.json"), str(NOBODY))
+    result = json.loads(out)
+
+    assert result["uid"] != 0
+    assert result["hits"] == ["a readonly fact"]
+    for operation in ("add", "delete"):
+        message = result[operation]
+        assert message is not None, f"{operation} replaced the read-only file"
+        assert str(path) in message and "read-only" in message
+    assert path.read_bytes() == before
+    assert path.stat().st_mode & 0o777 == 0o444
+    assert not [p for p in unwritable_dir.iterdir() if p.name.endswith(".tmp")]
+
+
+# Warms up as root like UNWRITABLE, then adds as 'nobody', the owner of the file.
+OWNER_ADDS = """
+import json, os, sys
+from agentrecall import JsonFileStore, SyncStore
+from agentrecall.errors import StorageError
+
+path, scratch, nobody = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with SyncStore(JsonFileStore(name="warm", path=scratch)) as warm:
+    warm.delete(warm.add("warm up the code paths").id)
+if os.getuid() == 0:
+    os.setgroups([])
+    os.setgid(nobody)
+    os.setuid(nobody)
+with SyncStore(JsonFileStore(name="theirs", path=path)) as store:
+    try:
+        store.add("added by the owner")
+        print(json.dumps({"uid": os.getuid(), "error": None}))
+    except StorageError as error:
+        print(json.dumps({"uid": os.getuid(), "error": str(error)}))
+"""
+
+
+def test_a_write_by_root_leaves_the_file_and_its_lock_to_the_owner(
+    unwritable_dir: Path, tmp_path: Path
+) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("only root can write another user's file")
+    unwritable_dir.chmod(0o777)
+    path = unwritable_dir / "theirs.json"
+    path.write_text("[]", encoding="utf-8")
+    path.chmod(0o600)
+    os.chown(path, NOBODY, NOBODY)  # nobody's private file, which a job run as root adds to
+    with SyncStore(JsonFileStore(name="theirs", path=path)) as store:
+        store.add("added by root")
+    lock = unwritable_dir / f"{LOCK_PREFIX}theirs.json"
+    for written in (path, lock):
+        info = written.stat()
+        assert (info.st_uid, info.st_gid, info.st_mode & 0o777) == (NOBODY, NOBODY, 0o600)
+
+    out = _run(OWNER_ADDS, str(path), str(tmp_path / "scratch" / "warm.json"), str(NOBODY))
+    assert json.loads(out) == {"uid": NOBODY, "error": None}
+    assert [r["content"] for r in _records(path)] == ["added by root", "added by the owner"]
+
+
 # --------------------------------------------------------------------------------------------
 # 7. an acknowledged write is visible to a fresh process
 
@@ -606,3 +706,54 @@ def test_acknowledged_write_is_read_by_a_fresh_process(tmp_path: Path) -> None:
         "count": 1,
     }
     assert _temp_files(path.parent) == []
+
+
+# --------------------------------------------------------------------------------------------
+# 8. a fork in the middle of a call
+
+# The add waits for the lock file the test holds; meanwhile the main thread forks. The
+# child then adds through its copy of the store, and reports whether it could.
+FORK_DURING_ADD = """
+import asyncio, json, os, signal, sys, threading, time
+from agentrecall import JsonFileStore
+
+store = JsonFileStore(name="fork", path=sys.argv[1])
+adder = threading.Thread(target=lambda: asyncio.run(store.add("added while forking")))
+adder.start()
+while not store._mutex.locked():  # the add has begun, and waits for the test's lock
+    time.sleep(0.01)
+print("forking", flush=True)
+pid = os.fork()
+if pid == 0:
+    asyncio.run(store.add("added by the child"))
+    os._exit(0)
+adder.join()
+deadline = time.monotonic() + 20
+while time.monotonic() < deadline:
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        print(json.dumps({"child": os.waitstatus_to_exitcode(status)}), flush=True)
+        break
+    time.sleep(0.05)
+else:
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    print(json.dumps({"child": "hung"}), flush=True)
+"""
+
+
+def test_a_fork_during_a_write_leaves_the_child_a_working_store(tmp_path: Path) -> None:
+    path = tmp_path / "fork.json"
+    lock = acquire_lock_file(str(tmp_path / f"{LOCK_PREFIX}fork.json"))
+    child = _spawn(FORK_DURING_ADD, str(path))
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "forking"
+        time.sleep(0.5)  # lets a fork that does not wait for the add happen in its middle
+    finally:
+        release_lock_file(lock)
+    out, _ = child.communicate(timeout=CHILD_TIMEOUT)
+    assert child.returncode == 0
+    assert json.loads(out) == {"child": 0}
+    contents = sorted(r["content"] for r in json.loads(path.read_text(encoding="utf-8")))
+    assert contents == ["added by the child", "added while forking"]

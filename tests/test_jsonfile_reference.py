@@ -6,6 +6,7 @@ import json
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import STRANDS_FIXTURES, load_fixture
@@ -61,17 +62,23 @@ async def test_add_log_dedups_like_the_reference(tmp_path: Path) -> None:
     assert await store.count() == 10
 
 
-async def test_same_millisecond_ties_rank_newest_first_by_design(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("batched", [False, True], ids=["adds", "add_many"])
+async def test_same_millisecond_ties_keep_file_order_like_the_reference(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batched: bool
 ) -> None:
     case = QUERIES["extra_cases"][0]
     monkeypatch.setattr(jsonfile, "utc_timestamp", lambda: "2026-01-01T00:00:00.000Z")
     store = JsonFileStore(name="ties", path=tmp_path / "ties.json")
-    for content in case["added_in_order"]:
-        await store.add(content)
+    if batched:  # one batch usually lands within one millisecond
+        await store.add_many([(content, None) for content in case["added_in_order"]])
+    else:
+        for content in case["added_in_order"]:
+            await store.add(content)
     hits = await store.search(case["query"])
-    # The reference returns these oldest first; newest first is our documented rule.
-    assert [h.content for h in hits] == list(reversed(case["result_contents"]))
+    assert [h.content for h in hits] == case["result_contents"]
+    # At the limit, too, the earlier records of a tie are the ones kept.
+    capped = await store.search(case["query"], {"max_search_results": 2})
+    assert [h.content for h in capped] == case["result_contents"][:2]
 
 
 async def test_created_at_ties_compare_as_plain_strings(tmp_path: Path) -> None:
@@ -277,9 +284,12 @@ async def test_path_below_a_regular_file(tmp_path: Path) -> None:
         await store.add("fact")
 
 
-@pytest.mark.parametrize("path", [".", "..", "dir/", "a\\b.json"])
-def test_paths_that_name_no_usable_file_are_refused_at_construction(path: str) -> None:
-    # The reference fails later, at the first read or write, with a StorageError.
+@pytest.mark.parametrize(
+    "path", [".", "..", "dir/", "a\\b.json", "caf\udce9.json", b"notes.json", 12, ["a.json"]]
+)
+def test_paths_that_name_no_usable_file_are_refused_at_construction(path: Any) -> None:
+    # The reference fails later, at the first read or write, with a StorageError (or a
+    # TypeError for a path that is no string).
     with pytest.raises(InvalidArgumentError, match="path"):
         JsonFileStore(name="p", path=path)
 

@@ -187,6 +187,34 @@ async def test_a_json_destination_refuses_to_lose_scopes_or_history(tmp_path: Pa
         await JsonFileStore(name="m", path=out).import_records([scoped])
 
 
+@pytest.mark.parametrize("kind", ["db", "json"])
+async def test_memories_deleted_from_the_source_meanwhile_make_no_others_go_missing(
+    tmp_path: Path, kind: str
+) -> None:
+    # Another client deletes the first memory after the first page: read by offset alone,
+    # every later memory moves a place back and the first of the next page is never read.
+    path = tmp_path / f"live.{kind}"
+    source = SQLiteStore(path) if kind == "db" else JsonFileStore(name="live", path=path)
+    ids = [(await source.add(f"memory number {i}")).id for i in range(10)]
+    where = "--db" if kind == "db" else "--path"
+    delete = [sys.executable, "-m", "agentrecall", where, str(path), "delete", ids[0]]
+
+    def delete_after_the_first_page(done: int, total: int) -> None:
+        if done == 4:
+            subprocess.run(delete, capture_output=True, check=True, timeout=60)
+
+    copy = SQLiteStore(tmp_path / "copy.db")
+    result = await migrate(source, copy, batch=4, progress=delete_after_the_first_page)
+    kept = {memory.id for memory in await source.list()}
+    copied = {memory.id for memory in await copy.list()}
+    assert kept == set(ids[1:])
+    assert kept <= copied
+    assert (result.copied, result.skipped) == (10, 0)  # the first was copied before it went
+    for store in (source, copy):
+        if isinstance(store, SQLiteStore):
+            await store.aclose()
+
+
 async def test_identical_versions_are_copied_all_and_once(tmp_path: Path) -> None:
     source = SQLiteStore(tmp_path / "a.db")
     same = MemoryVersion("Old", None, CREATED, "update", None, "m1")

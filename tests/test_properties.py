@@ -124,5 +124,7 @@ def test_ranking_equals_a_full_sort(
     scored = [
         (len(tokens & tokenize(r["content"])), r["createdAt"], i) for i, r in enumerate(records)
     ]
-    expected = sorted((row for row in scored if row[0] > 0), reverse=True)[:limit]
+    # The reference's stable sort on (score, createdAt): equal pairs keep the file's order.
+    hits = [row for row in scored if row[0] > 0]
+    expected = sorted(hits, key=lambda row: row[:2], reverse=True)[:limit]
     assert RecordSet(records, None).top(tokens, limit) == [(i, s) for s, _, i in expected]

@@ -431,6 +431,29 @@ async def test_no_temp_files_remain_after_writes(local: LocalFileStorage) -> Non
     ]
 
 
+@pytest.mark.parametrize("mode", [0o600, 0o664, 0o640], ids=oct)
+async def test_a_rewrite_keeps_the_files_permissions(local: LocalFileStorage, mode: int) -> None:
+    # A fresh temp file gets the default 0o644 (less the umask): renamed over a private
+    # file, it would make the memories readable by everyone.
+    await local.write("private.json", b"first")
+    path = Path(local.path_of("private.json"))
+    path.chmod(mode)
+    await local.write("private.json", b"second")
+    assert path.stat().st_mode & 0o7777 == mode
+    assert path.read_bytes() == b"second"
+
+
+async def test_a_rewrite_by_root_leaves_the_file_to_its_owner(local: LocalFileStorage) -> None:
+    await local.write("theirs.json", b"first")
+    path = Path(local.path_of("theirs.json"))
+    if os.geteuid() == 0:
+        os.chown(path, 65534, 65534)  # the file belongs to 'nobody'; root writes it
+    owner = (path.stat().st_uid, path.stat().st_gid)
+    await local.write("theirs.json", b"second")
+    assert (path.stat().st_uid, path.stat().st_gid) == owner
+    assert path.read_bytes() == b"second"
+
+
 async def test_failed_rename_raises_and_cleans_the_temp_file(local: LocalFileStorage) -> None:
     # "k" is a non-empty directory, so renaming the temp file over it fails.
     base = Path(local.base_dir)

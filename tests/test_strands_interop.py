@@ -312,21 +312,26 @@ async def test_interleaved_writers_on_one_file_both_read_everything(
     assert view(await ours.search(broad, everything)) == view(their_hits)
 
 
-async def test_same_millisecond_tie_order_is_the_documented_deviation(
+async def test_same_millisecond_ties_come_in_file_order_in_both(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Records with equal score and equal createdAt: Strands keeps file order (oldest first),
-    # ours documents newest first. Everything else about the hits is the same.
-    monkeypatch.setattr(strands_store_module, "_now", lambda: "2026-01-01T00:00:00.000Z")
+    # Records with equal score and equal createdAt, as a batch added within one millisecond
+    # has: both stores return them in the file's order, whichever wrote them.
+    stamp = "2026-01-01T00:00:00.000Z"
+    monkeypatch.setattr(strands_store_module, "_now", lambda: stamp)
+    monkeypatch.setattr(our_store_module, "utc_timestamp", lambda: stamp)
     path = tmp_path / "ties.json"
     theirs = StrandsStore(name="ties", path=str(path))
-    for word in ("alpha", "beta", "gamma"):
+    for word in ("alpha", "beta"):
         await theirs.add(f"shared {word}")
     ours = JsonFileStore(name="ties", path=path)
-    their_hits = await theirs.search("shared")
-    our_hits = await ours.search("shared")
-    assert [h.content for h in their_hits] == ["shared alpha", "shared beta", "shared gamma"]
-    assert view(our_hits) == list(reversed(view(their_hits)))
+    await ours.add_many([("shared gamma", None), ("shared delta", None)])
+    expected = ["shared alpha", "shared beta", "shared gamma", "shared delta"]
+    for limit in (None, 3):
+        options = None if limit is None else {"max_search_results": limit}
+        their_hits = await theirs.search("shared", options)
+        assert [h.content for h in their_hits] == expected[:limit]
+        assert view(await ours.search("shared", options)) == view(their_hits)
 
 
 # --------------------------------------------------------------------------------------------
@@ -475,7 +480,9 @@ def test_add_memory_tool_call_lands_in_our_file(tmp_path: Path) -> None:
     )
 
 
-def test_search_memory_tool_call_returns_our_entries(tmp_path: Path) -> None:
+def test_search_memory_tool_call_returns_our_entries(
+    tmp_path: Path, clocks: tuple[Clock, Clock]
+) -> None:
     path = tmp_path / "personal.json"
     store = JsonFileStore(name="personal", path=path)
     asyncio.run(add_all(store, SEED))
@@ -502,7 +509,7 @@ def test_search_memory_tool_call_returns_our_entries(tmp_path: Path) -> None:
             {"content": e.content, "store_name": "personal", "metadata": e.metadata}
             for e in expected
         ]
-    # The manager's default per-store cap (3) applied to the first call; ties go newest first.
+    # The manager's default per-store cap (3) applied to the first call; ties go to the later.
     first = json.loads(tool_result(model.requests[1]["messages"][-1], "s1")["content"][0]["text"])
     assert [item["content"] for item in first] == [
         "Dark chocolate is the user's favourite snack",

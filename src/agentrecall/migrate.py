@@ -49,6 +49,9 @@ DEFAULT_BATCH = 10_000
 STORE_SUFFIXES = {".json": "json", ".db": "sqlite", ".sqlite": "sqlite", ".sqlite3": "sqlite"}
 """The file extensions :func:`open_store` knows, and the kind of store each one opens."""
 
+MAX_PASSES = 3
+"""How many times :func:`migrate` reads a source that loses memories while it is copied."""
+
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 """How a PostgreSQL URL starts; :func:`open_store` opens the ``PostgresStore`` it names."""
 
@@ -129,14 +132,21 @@ async def migrate(
     with its time, change and reason. Between two SQLite stores the copy is exact: the same
     memories in every scope, in the same order, and the same history of every id.
 
-    Nothing is lost silently. A destination that keeps no scopes (a JSON file) is refused a
-    source with scoped memories unless ``flatten``; one that keeps no history is refused a
-    source with history unless ``drop_history``. Both are found out before anything is
-    written (for scopes, by reading the source once more).
+    A destination that keeps no scopes (a JSON file) is refused a source with scoped memories
+    unless ``flatten``; one that keeps no history is refused a source with history unless
+    ``drop_history``. Both are found out before anything is written (for scopes, by reading
+    the source once more). A JSON file keeps no expiry and no ``updated_at`` either: memories
+    that would expire are copied into one to be kept for good, and their update times are
+    not kept.
 
     Each batch is one ``import_records`` (or ``import_versions``) call, so one write of the
     destination: a failure keeps the batches already copied, and running the migration again
     copies only what is missing. Running it twice copies nothing the second time.
+
+    The source may be in use meanwhile. Memories added to it are copied if they come in
+    before the last page is read; a memory deleted from it (or expiring) makes no other go
+    missing: the pages are checked to follow one another, and when the source shifted under
+    them another pass copies what was missed (at most :data:`MAX_PASSES` in all).
 
     Args:
         source: the store to read; it is not changed.
@@ -153,28 +163,70 @@ async def migrate(
         InvalidArgumentError: ``batch`` is not an integer of at least 1, a flag is not a bool,
             the copy would lose scopes or history (the message says which option allows it),
             or a memory is refused by the destination.
+        StorageError: the source kept losing memories through :data:`MAX_PASSES` passes.
         AgentRecallError: either store failed (a file that cannot be read or written).
     """
     _check_options(batch, flatten, drop_history)
     with_history = await _plan(source, destination, batch, flatten, drop_history)
     total = await source.count()
-    done = copied = 0
     if progress is not None:
         progress(0, total)
+    report = None if progress is None else lambda done: progress(done, total)
+    copied, skipped, shifted = await _copy_pass(source, destination, batch, flatten, report)
+    for _ in range(MAX_PASSES - 1):
+        if not shifted:
+            break
+        # Memories already copied are skipped by id; not counted, they were counted once.
+        more, _, shifted = await _copy_pass(source, destination, batch, flatten, None)
+        copied += more
+    if shifted:
+        raise StorageError(
+            f"the source kept losing memories while it was copied ({MAX_PASSES} passes): "
+            "the copy may lack some; run the migration again when nothing deletes from it"
+        )
+    versions = 0
+    if with_history:
+        versions = await _copy_history(source, destination, batch, flatten)
+    return MigrationResult(copied=copied, skipped=skipped, versions=versions)
+
+
+async def _copy_pass(
+    source: RecordSource,
+    destination: RecordSink,
+    batch: int,
+    flatten: bool,
+    report: Callable[[int], None] | None,
+) -> tuple[int, int, bool]:
+    """Copy the source's memories page by page; return (copied, skipped, shifted).
+
+    Pages are read by offset, so a memory that leaves the source meanwhile (deleted, or
+    expired) moves every later one a place back, and one would be missed. Each page is
+    therefore read together with the last memory of the page before: ``shifted`` says that
+    memory was not in its place any more, and that another pass must copy what was missed.
+    ``report(done)`` is called after each page.
+    """
+    done = copied = 0
+    last: str | None = None
+    shifted = False
     while True:
-        records = await source.list(offset=done, limit=batch)
+        if last is None:
+            records = await source.list(offset=0, limit=batch)
+        else:
+            records = await source.list(offset=done - 1, limit=batch + 1)
+            if records and records[0].id == last:
+                records = records[1:]
+            else:
+                shifted = True
         if not records:
             break
         copied += await destination.import_records(_unscoped(records) if flatten else records)
         done += len(records)
-        if progress is not None:
-            progress(done, total)
+        if report is not None:
+            report(done)
+        last = records[-1].id
         if len(records) < batch:
             break
-    versions = 0
-    if with_history:
-        versions = await _copy_history(source, destination, batch, flatten)
-    return MigrationResult(copied=copied, skipped=done - copied, versions=versions)
+    return copied, done - copied, shifted
 
 
 def _check_options(batch: int, flatten: bool, drop_history: bool) -> None:

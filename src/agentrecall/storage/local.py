@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import re
+import stat
 import sys
 import time
 import uuid
@@ -41,6 +43,9 @@ class LocalFileStorage:
       returns the new bytes survive a crash and a reader never sees a partial file;
     * a key whose file is a symbolic link is written through it: the link's target gets the
       new bytes (and holds the lock, see :meth:`lock_blocking`), the link stays a link;
+    * a rewritten file keeps its permission bits (a private ``0o600`` file stays private) and,
+      where this process may set them (as root), its owner and group; a file whose
+      permissions deny this process writing is refused, not replaced;
     * a failed write leaves the previous bytes and no temp file behind; a killed writer's temp
       file is removed by the next holder of the file's lock;
     * reading an absent key (or one below a regular file) gives ``None``; every other failure
@@ -102,9 +107,12 @@ class LocalFileStorage:
         _ensure_directory(directory, path)
         temp = os.path.join(directory, _temp_name(name))
         try:
-            stamp = _next_mtime_ns(target)
+            current = _writable_file(target, path)
+            stamp = _next_mtime_ns(current)
             fd = os.open(temp, _CREATE_FLAGS, 0o644)
             try:
+                if current is not None:
+                    _take_over(fd, temp, current)
                 view = memoryview(data)
                 while view:
                     view = view[os.write(fd, view) :]
@@ -127,20 +135,25 @@ class LocalFileStorage:
         """Hold the cross-process writers' lock of ``key``.
 
         The lock is a sidecar file beside the key's file, or beside the file a symbolic link
-        points to, so every path to one file shares one lock. Once it is held, the temp files
+        points to, so every path to one file shares one lock. It takes the file's owner (where
+        this process may set it) and permissions, plus its owner's write permission, so that
+        whoever may write the file may take its lock. Once it is held, the temp files
         of writers of that file that died (their process is gone, or the file is older than
         :data:`STALE_TEMP_SECONDS`) are removed.
         """
         path = self.path_of(key)
-        directory, name = os.path.split(os.path.realpath(path))
+        target = os.path.realpath(path)
+        directory, name = os.path.split(target)
         _ensure_directory(directory, path)
+        lock = os.path.join(directory, f"{LOCK_PREFIX}{name}")
         try:
-            fd = acquire_lock_file(os.path.join(directory, f"{LOCK_PREFIX}{name}"))
+            fd = acquire_lock_file(lock)
         except OSError as error:
             raise StorageError(
                 f"cannot write '{path}': cannot lock it ({error.strerror or error})"
             ) from error
         try:
+            _lock_like_file(fd, lock, target)
             _remove_stale_temps(directory, name)
             yield
         finally:
@@ -223,18 +236,79 @@ def _ensure_directory(directory: str, path: str) -> None:
         ) from error
 
 
-def _next_mtime_ns(path: str) -> int:
-    """Return a modification time, in ns, later than the one ``path`` has now.
+def _writable_file(target: str, path: str) -> os.stat_result | None:
+    """Return the status of the file ``target`` that a write will replace, ``None`` if absent.
+
+    Renaming over a file needs only the directory's permission, so a file whose permissions
+    deny this process writing (``chmod a-w``) would be replaced all the same; it is refused
+    instead, as an in-place write (SQLite's) would be.
+
+    Raises:
+        OSError: ``target`` cannot be examined, or it is read-only for this process.
+    """
+    try:
+        current = os.stat(target)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if not os.access(target, os.W_OK):
+        raise PermissionError(errno.EACCES, "the file is read-only for this process", path)
+    return current
+
+
+def _take_over(fd: int, temp: str, current: os.stat_result, mode: int | None = None) -> None:
+    """Give the temp file the permissions and, where allowed, the owner of the file it replaces.
+
+    Otherwise every write would reset a private (0o600) file to the default permissions, and
+    a write by another user (root) would take the file away from its owner. ``mode`` replaces
+    the file's permissions when given.
+    """
+    if hasattr(os, "fchown") and (current.st_uid, current.st_gid) != (os.geteuid(), os.getegid()):
+        try:
+            os.fchown(fd, current.st_uid, current.st_gid)
+        except OSError:
+            pass  # only root may give a file away; the permissions still carry over
+    if mode is None:
+        mode = stat.S_IMODE(current.st_mode)
+    # os.fchmod is missing on Windows before Python 3.13.
+    if hasattr(os, "fchmod"):
+        os.fchmod(fd, mode)
+    else:
+        os.chmod(temp, mode)
+
+
+def _lock_like_file(fd: int, lock: str, target: str) -> None:
+    """Give the lock file ``fd`` the owner and permissions of the file ``target`` it guards.
+
+    A lock file root created (a job run with sudo) would otherwise keep the file's owner from
+    ever writing it again, and a private file's lock would be readable by everyone. Matching
+    is a courtesy: a lock this process may not change stays as it is.
+    """
+    try:
+        wanted, held = os.stat(target), os.fstat(fd)
+    except OSError:
+        return  # no file yet: the lock keeps the defaults the file will get
+    mode = stat.S_IMODE(wanted.st_mode) | stat.S_IWUSR  # its owner must open it for writing
+    if (held.st_uid, held.st_gid, stat.S_IMODE(held.st_mode)) == (
+        wanted.st_uid,
+        wanted.st_gid,
+        mode,
+    ):
+        return
+    try:
+        _take_over(fd, lock, wanted, mode)
+    except OSError:
+        pass
+
+
+def _next_mtime_ns(current: os.stat_result | None) -> int:
+    """Return a modification time, in ns, later than the one the file ``current`` has now.
 
     File systems stamp files from a coarse clock (often 4 ms ticks) and reuse inode numbers, so
     two writes of equal size could otherwise share an identity and hide a change from a reader's
     cache. A fine, strictly increasing stamp set by every writer of ours keeps identities apart.
     """
     now = time.time_ns()
-    try:
-        return max(now, os.stat(path).st_mtime_ns + 1)
-    except OSError:
-        return now
+    return now if current is None else max(now, current.st_mtime_ns + 1)
 
 
 def _fsync_directory(directory: str) -> None:

@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
+from agentrecall._internal import forks
 from agentrecall._internal.checks import (
     check_id,
     check_ids,
@@ -21,7 +22,7 @@ from agentrecall._internal.clock import utc_timestamp
 from agentrecall._internal.ids import new_id
 from agentrecall._internal.jsoncopy import copy_json
 from agentrecall._internal.paths import default_store_path
-from agentrecall._internal.text import check_text
+from agentrecall._internal.text import check_text, has_surrogate
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.retrieval.tokenize import tokenize
 from agentrecall.storage.base import BlockingStorage
@@ -50,8 +51,8 @@ class JsonFileStore:
     Recall: a memory's score is the number of distinct query words in its content (words are
     lowercase runs of letters, digits and ``_``; see :mod:`agentrecall.retrieval.tokenize`).
     Hits with a score of 0 are left out; higher scores come first, then the later
-    ``createdAt``. Each hit's metadata is a fresh copy of the stored metadata plus
-    ``_relevanceScore``.
+    ``createdAt``, then (for equal ``createdAt``) the earlier place in the file. Each hit's
+    metadata is a fresh copy of the stored metadata plus ``_relevanceScore``.
 
     Guarantees beyond the reference:
 
@@ -61,6 +62,9 @@ class JsonFileStore:
       (``.__agentrecall_lock_<file name>``) for the whole read-modify-write.
     * A path that is a symbolic link is written through: the file it points to gets the new
       bytes and the lock sidecar, the link stays a link.
+    * A rewrite keeps the file's permissions (a ``0o600`` file stays private) and, as root,
+      its owner; a file whose permissions deny this process writing is refused with
+      :class:`~agentrecall.errors.StorageError`, never replaced.
     * A temp file is named ``.__agentrecall_tmp_<file name>.<pid>.<random>.tmp``; one left by a
       killed writer is removed by the next write.
     * A file that cannot be parsed is reported with :class:`~agentrecall.errors.InvalidFileError`
@@ -68,8 +72,6 @@ class JsonFileStore:
     * Reads are cached until the file's identity (inode, size, mtime) changes: searching an
       unchanged file neither re-reads nor re-tokenizes it, while another process's write is
       seen by the next call.
-    * Memories added within the same millisecond rank newest first (the reference returns
-      them oldest first, which contradicts its own newest-first rule).
     * ``metadata`` must be a JSON object of JSON values; anything else is refused before any
       write, where the reference would write a file it then cannot read. Text with a lone
       surrogate (such as U+D800, which UTF-8 cannot encode) is refused too, in content, ids
@@ -77,6 +79,8 @@ class JsonFileStore:
       written back with the same escape.
     * ``get``, ``delete``, ``list``, ``count``, ``clear`` and the batch ``add_many``.
     * File I/O runs in worker threads, never on the event loop.
+    * A store may be used across ``os.fork()``: a fork waits for the store's call in
+      progress, so a child starts with the store idle and holds none of its locks.
 
     Deliberate differences in configuration: ``name`` is a required keyword (leaving it out is
     a ``TypeError``, where the reference raises ``KeyError``); ``max_search_results``,
@@ -153,6 +157,12 @@ class JsonFileStore:
             self._storage, self._path = LocalFileStorage(directory), file_path
         self._mutex = threading.Lock()
         self._records: RecordSet | None = None
+        forks.register(
+            self,
+            before=JsonFileStore._hold,
+            in_parent=JsonFileStore._release,
+            in_child=JsonFileStore._renew,
+        )
 
     @property
     def path(self) -> str | None:
@@ -287,7 +297,10 @@ class JsonFileStore:
         return await self._offload(self._delete_blocking, _Remover(None))
 
     async def list(self, *, offset: int = 0, limit: int | None = None) -> RecordList:
-        """Return memories oldest first, skipping ``offset`` and returning at most ``limit``.
+        """Return memories in the file's order, skipping ``offset`` and returning at most ``limit``.
+
+        That is the order they were added, oldest first, unless the file was edited by hand or
+        took imported records (which keep the order they came in, whatever their times).
 
         Raises:
             InvalidArgumentError: ``offset`` is not an integer from 0 to 2**63 - 1, or
@@ -298,8 +311,8 @@ class JsonFileStore:
         return await self._offload(self._list_blocking, offset, limit)
 
     async def count(self) -> int:
-        """Return how many memories the store holds."""
-        return len(await self._offload(self._list_blocking, 0, None))
+        """Return how many memories the store holds (served from the cache, as searches are)."""
+        return await self._offload(self._count_blocking)
 
     async def aclose(self) -> None:
         """Drop the records cached from the file; the next call reads the file again.
@@ -314,6 +327,18 @@ class JsonFileStore:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+    def _hold(self) -> None:
+        # A fork waits for the call in progress: forked in the middle of one, the child would
+        # keep the lock file's descriptor (holding every writer off while it lives) and a
+        # mutex no thread of its own will ever release.
+        self._mutex.acquire()
+
+    def _release(self) -> None:
+        self._mutex.release()
+
+    def _renew(self) -> None:
+        self._mutex = threading.Lock()
 
     def _check_writable(self) -> None:
         if not self.writable:
@@ -355,6 +380,10 @@ class JsonFileStore:
             records = self._load().records
             end = None if limit is None else offset + limit
             return [memory_record(record) for record in records[offset:end]]
+
+    def _count_blocking(self) -> int:
+        with self._mutex:
+            return len(self._load().records)
 
     def _delete_blocking(self, remover: _Remover) -> int:
         # Forgetting ids the file does not hold takes no lock, so it creates nothing on disk.
@@ -467,7 +496,11 @@ def _checked_record(index: int, record: MemoryRecord) -> MemoryRecord:
 def _check_path(path: str | os.PathLike[str] | None) -> str | None:
     if path is None:
         return None
-    text = os.fspath(path)
+    text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else path
+    if not isinstance(text, str):
+        raise InvalidArgumentError(
+            f"path must be a str or an os.PathLike of str, got {type(text).__name__}"
+        )
     if not text.strip():
         raise InvalidArgumentError("path must not be blank; leave it out to use the default file")
     if os.path.basename(text) in ("", ".", ".."):
@@ -477,4 +510,8 @@ def _check_path(path: str | os.PathLike[str] | None) -> str | None:
         raise InvalidArgumentError(f"path must not contain NUL characters, got {text!r}")
     if "\\" in os.path.basename(absolute):
         raise InvalidArgumentError(f"path's file name must not contain a backslash, got {text!r}")
+    if has_surrogate(os.path.basename(absolute)):
+        # Bytes the file system encoding cannot decode (os.fsdecode escapes them as lone
+        # surrogates) cannot be part of a file name the store writes beside the file.
+        raise InvalidArgumentError(f"path's file name must be valid Unicode text, got {text!r}")
     return absolute

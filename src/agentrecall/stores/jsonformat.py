@@ -14,6 +14,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from agentrecall._internal.jsonvalue import MAX_DEPTH
 from agentrecall._internal.text import escape_surrogates
 from agentrecall.errors import InvalidFileError
 
@@ -21,6 +22,7 @@ Record = dict[str, Any]
 
 _FIELDS_PROBLEM = "each record needs string 'id', 'content' and 'createdAt' fields"
 _METADATA_PROBLEM = "a record's 'metadata', when present, must be a JSON object or null"
+_DEPTH_PROBLEM = f"its 'metadata' nests deeper than {MAX_DEPTH} levels, as no memory may"
 
 
 def parse_records(data: bytes, where: str, *, imported: bool = False) -> list[Record]:
@@ -30,6 +32,10 @@ def parse_records(data: bytes, where: str, *, imported: bool = False) -> list[Re
     ``json.loads`` detects), records with extra keys, ``metadata: null``. ``imported`` says
     the file is a source to copy from rather than a store's own file: messages then read
     ``"<where>: <problem>"``, ``where`` as the caller words it.
+
+    Metadata may nest as deeply as an ``add`` allows (``MAX_DEPTH`` levels): deeper values,
+    which Python parses but cannot copy or write back, are reported here rather than failing
+    a later call with a ``RecursionError``.
 
     Raises:
         InvalidFileError: the bytes are not text, not JSON, not an array, or a record is
@@ -59,7 +65,23 @@ def parse_records(data: bytes, where: str, *, imported: bool = False) -> list[Re
         metadata = record.get("metadata")
         if metadata is not None and not isinstance(metadata, dict):
             raise invalid(where, f"record {index}: {_METADATA_PROBLEM}")
+        if metadata and _nests_too_deep(metadata):
+            raise invalid(where, f"record {index}: {_DEPTH_PROBLEM}")
     return parsed
+
+
+def _nests_too_deep(metadata: dict[str, Any]) -> bool:
+    """Whether an object or array in ``metadata`` (level 1) lies deeper than ``MAX_DEPTH``."""
+    # Iterative, since the point is values too deep for recursion; flat metadata, the usual
+    # kind, costs one pass over its values.
+    stack = [(child, 2) for child in metadata.values() if isinstance(child, (dict, list))]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
 
 
 def new_record(record_id: str, content: str, created_at: str, metadata: Any) -> Record:

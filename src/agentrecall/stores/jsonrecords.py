@@ -74,8 +74,9 @@ class RecordSet:
         """Return up to ``limit`` ``(position, score)`` pairs with a score above 0, best first.
 
         Score is the number of distinct query tokens in the record's content. Order: score,
-        then ``createdAt`` compared as strings, then position, all descending (the newest
-        of records added within one millisecond comes first).
+        then ``createdAt`` compared as strings, both descending, then position ascending:
+        records with equal score and ``createdAt`` (added within one millisecond, as a batch
+        often is) keep the file's order, as the reference's stable sort keeps them.
         """
         postings = self._token_postings()
         scores: Counter[int] = Counter()
@@ -91,7 +92,7 @@ class RecordSet:
         records = self.records
 
         def rank(position: int) -> tuple[int, str, int]:
-            return scores[position], records[position]["createdAt"], position
+            return scores[position], records[position]["createdAt"], -position
 
         best = heapq.nlargest(limit, contenders, key=rank)
         return [(position, scores[position]) for position in best]
