@@ -165,9 +165,37 @@ async def test_a_failing_embedder_stores_nothing_and_is_named(path: Path) -> Non
         await store.add_many([("a", None), ("b", None)])
     assert await store.count() == 0
     shaped = SQLiteStore(path, embedder=WrongShape())
-    with pytest.raises(InvalidArgumentError, match=r"shape \(2, 64\) for 1 texts"):
+    with pytest.raises(ModelError, match=r"'agentrecall-test-hash-64' .* shape \(2, 64\) for 1 t"):
         await shaped.add("c")
     assert await shaped.count() == 0
+
+
+class NotANumber(HashEmbedder):
+    def embed(self, texts: Any) -> Any:
+        vectors = super().embed(texts)
+        vectors[-1, 0] = float("nan")
+        return vectors
+
+
+class Words(HashEmbedder):
+    def embed(self, texts: Any) -> Any:
+        return [["a"] * self.dimension for _ in texts]
+
+
+@pytest.mark.parametrize(
+    ("model", "problem"), [(NotANumber(), "NaN or infinity"), (Words(), "not vectors")]
+)
+async def test_unusable_vectors_store_nothing_and_are_model_errors(
+    path: Path, model: HashEmbedder, problem: str
+) -> None:
+    # A NaN row would be stored as zeros: a memory no semantic search can ever find.
+    store = SQLiteStore(path, embedder=model)
+    with pytest.raises(ModelError, match=problem):
+        await store.add_many([("a", None), ("b", None)])
+    assert await store.count() == 0
+    assert vector_count(path) == 0
+    with pytest.raises(ModelError, match=problem):
+        await store.search("b", {"mode": "semantic"})
 
 
 async def test_another_model_is_refused_with_both_ids_and_the_reindex_command(
