@@ -355,6 +355,27 @@ async def test_neighbours_bring_in_the_turns_around_a_hit_of_the_same_session(
     assert "Bo: Her name is Pepper." in contents(keyword)
 
 
+async def test_in_conversation_mode_a_near_equal_keyword_hit_keeps_a_near_equal_score(
+    path: Path,
+) -> None:
+    # Min-max scaling gave the second of two hits 0, and its neighbours nothing to gain.
+    store = SQLiteStore(path)
+    await store.add_many(
+        [
+            ("Ana: my seat was by the window", {"session": 1}),
+            ("Bo: which one?", {"session": 1}),
+            ("Ana: a seat near the door", {"session": 2}),
+            ("Bo: nice", {"session": 2}),
+        ]
+    )
+    hits = await store.search("seat", {"neighbours": True, "max_search_results": 4})
+    scores = {hit.content: (hit.metadata or {})["_relevanceScore"] for hit in hits}
+    first, second = "Ana: my seat was by the window", "Ana: a seat near the door"
+    assert scores[first] == pytest.approx(scores[second], rel=0.1) and scores[second] > 0.9
+    assert scores["Bo: nice"] == pytest.approx(0.3 * scores[second])
+    await store.aclose()
+
+
 async def test_a_store_default_for_mode_and_neighbours(path: Path) -> None:
     store = SQLiteStore(path, embedder=embedder(), search_mode="semantic", neighbours=True)
     await store.add_many([(text, {"session": session}) for text, session in DIALOGUE])

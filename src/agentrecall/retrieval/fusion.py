@@ -91,6 +91,19 @@ def scaled_by_best(scores: Sequence[tuple[K, float]]) -> dict[K, float]:
     return {key: min(max(value / high, 0.0), 1.0) for key, value in first.items()}
 
 
+def keyword_parts(scores: Sequence[tuple[K, float]]) -> dict[K, float]:
+    """Return a keyword (BM25) list's scores as fusion weighs them: :func:`scaled_by_best`."""
+    return scaled_by_best(scores)
+
+
+def semantic_parts(scores: Sequence[tuple[K, float]]) -> dict[K, float]:
+    """Return a semantic (cosine) list's scores as fusion weighs them.
+
+    That is :func:`min_max` over a span of at least :data:`SEMANTIC_SPAN`.
+    """
+    return min_max(scores, least_span=SEMANTIC_SPAN)
+
+
 def fuse(
     keyword: Sequence[tuple[K, float]],
     semantic: Sequence[tuple[K, float]],
@@ -112,8 +125,7 @@ def fuse(
     """
     if not 0.0 <= keyword_weight <= 1.0:
         raise ValueError(f"keyword_weight must be from 0 to 1, got {keyword_weight!r}")
-    keyword_norm = scaled_by_best(keyword)
-    semantic_norm = min_max(semantic, least_span=SEMANTIC_SPAN)
+    keyword_norm, semantic_norm = keyword_parts(keyword), semantic_parts(semantic)
     keyword_raw, semantic_raw = _first_scores(keyword), _first_scores(semantic)
     keys = list(dict.fromkeys([*keyword_raw, *semantic_raw]))
     fused = [
