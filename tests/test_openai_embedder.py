@@ -252,6 +252,7 @@ async def test_a_store_sends_nothing_before_its_first_use(
     store = SQLiteStore(tmp_path / "memory.db", embedder=remote)
     assert server.requests == []  # the dimension is learnt in the store's worker, later
     await store.add("the user likes aisle seats")
+    assert [request.inputs for request in server.requests] == [["the user likes aisle seats"]]
     hits = await store.search("aisle seats", {"mode": "semantic"})
     assert [hit.content for hit in hits] == ["the user likes aisle seats"]
     await store.aclose()

@@ -76,13 +76,19 @@ class Embedding:
                 not numbers, NaN or infinity (:func:`~agentrecall.embeddings.embed_checked`).
             InvalidArgumentError: the embedder's ``dimension`` is not a usable integer.
         """
-        model = self.model
+        # Embedded before the dimension is read: an embedder that learns it from its first
+        # answer then needs no request of its own for it.
         try:
             vectors: Matrix = embed_checked(self.embedder, list(texts))
         except AgentRecallError:
             raise
         except Exception as error:
             raise ModelError(
-                f"embedder '{model.model_id}' failed on {len(texts)} texts: {error}"
+                f"embedder '{self.embedder.model_id}' failed on {len(texts)} texts: {error}"
             ) from error
+        if vectors.shape[1] != self.model.dimension:
+            raise ModelError(
+                f"embedder '{self.model.model_id}' returned vectors of length "
+                f"{vectors.shape[1]}, but its dimension was {self.model.dimension}"
+            )
         return vectors
