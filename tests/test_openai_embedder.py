@@ -65,6 +65,14 @@ def test_rows_are_placed_by_their_index(
     assert remote.embed(["first", "second"]).tolist() == [[1.0, 0.0], [0.0, 1.0]]
 
 
+def test_rows_without_an_index_are_taken_in_order(
+    server: ChatServer, remote: OpenAICompatibleEmbedder
+) -> None:
+    data = [{"embedding": [1.0, 0.0]}, {"embedding": [0.0, 1.0]}]
+    server.push(Reply.raw(200, json.dumps({"data": data})))
+    assert remote.embed(["first", "second"]).tolist() == [[1.0, 0.0], [0.0, 1.0]]
+
+
 def test_large_inputs_go_in_batches(server: ChatServer, hashing: HashEmbedder) -> None:
     with OpenAICompatibleEmbedder(server.base_url, "m", batch_size=2) as remote:
         vectors = remote.embed(TEXTS)
@@ -138,6 +146,7 @@ def test_a_401_fails_at_once_with_status_and_body(
             '{"data": [{"index": 0, "embedding": [1]}, {"index": 2, "embedding": [2]}]}',
             "index 2",
         ),
+        ('{"data": [{"index": 0, "embedding": [1]}, {"embedding": [2]}]}', "index None"),
         (
             '{"data": [{"index": 0, "embedding": "AAAA"}, {"index": 1, "embedding": [2]}]}',
             "no 'embedding' list",
