@@ -77,6 +77,8 @@ def test_an_empty_input_calls_nothing() -> None:
         ([["a", "b", "c"], ["d", "e", "f"]], "not vectors"),
         ([[1.0, float("nan"), 3.0], [1.0, 2.0, 3.0]], "NaN or infinity"),
         (numpy.full((2, 3), numpy.inf), "NaN or infinity"),
+        ([[1e300, 0.0, 0.0], [1.0, 2.0, 3.0]], "NaN or infinity"),  # beyond float32
+        (numpy.ones((2, 3), dtype=complex), "complex numbers"),
         (None, "not vectors"),
     ],
 )
@@ -86,6 +88,18 @@ def test_unusable_results_are_model_errors(result: Any, problem: str) -> None:
     with pytest.raises(ModelError, match=problem) as caught:
         embedder.embed(["one", "two"])
     assert "broken-v1" in str(caught.value)
+
+
+class AsyncCall:
+    async def __call__(self, texts: list[str]) -> Any:
+        return numpy.ones((len(texts), 3))
+
+
+def test_an_async_callable_object_is_refused_without_a_coroutine_left_unawaited() -> None:
+    embedder = CallableEmbedder(AsyncCall(), model_id="async-v1", dimension=3)
+    # A coroutine never awaited warns when it is collected: an error in this test suite.
+    with pytest.raises(ModelError, match="async-v1.* awaitable, not vectors"):
+        embedder.embed(["one"])
 
 
 def test_a_float64_array_is_accepted_as_float32() -> None:

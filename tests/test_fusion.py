@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentrecall.retrieval.fusion import Fused, fuse, min_max
+from agentrecall.retrieval.fusion import Fused, fuse, min_max, scaled_by_best
 from agentrecall.retrieval.neighbours import (
     adjacent,
     anchors_for,
@@ -24,19 +24,51 @@ def test_min_max_scales_each_list_to_zero_one() -> None:
     assert min_max([]) == {}
 
 
+def test_min_max_with_a_least_span_keeps_small_differences_small() -> None:
+    assert min_max([("a", 0.5), ("b", 0.2)], least_span=0.1) == {"a": 1.0, "b": 0.0}
+    close = min_max([("a", 0.089), ("b", 0.079)], least_span=0.1)
+    assert close["a"] == 1.0 and close["b"] == pytest.approx(0.9)
+    assert min_max([("a", 0.3)], least_span=0.1) == {"a": 1.0}
+
+
+def test_semantic_noise_does_not_outweigh_a_keyword_difference() -> None:
+    # Cosine similarities a hundredth apart (int8 storage moves them that much) leave the
+    # ranking to the keyword list.
+    fused = fuse([("a", 2.0), ("b", 1.2), ("c", 1.0)], [("b", 0.090), ("c", 0.085), ("a", 0.080)])
+    assert [hit.key for hit in fused] == ["a", "b", "c"]
+
+
+def test_scaled_by_best_divides_by_the_best_score() -> None:
+    assert scaled_by_best([("a", 8.0), ("b", 4.0), ("c", 2.0)]) == {"a": 1.0, "b": 0.5, "c": 0.25}
+    assert scaled_by_best([("a", 0.3)]) == {"a": 1.0}
+    assert scaled_by_best([("a", 0.0), ("b", 0.0)]) == {"a": 1.0, "b": 1.0}
+    assert scaled_by_best([("a", 1.0), ("a", 5.0), ("b", 4.0)]) == {"a": 0.25, "b": 1.0}
+    assert scaled_by_best([("a", 2.0), ("b", -1.0)]) == {"a": 1.0, "b": 0.0}
+    assert scaled_by_best([]) == {}
+
+
 def test_fuse_weights_normalised_parts_and_keeps_raw_ones() -> None:
     fused = fuse([("a", 9.0), ("b", 3.0)], [("b", 0.8), ("c", 0.4), ("a", 0.2)])
-    # a and b tie at 0.5 (each first in one list, last in the other): keyword order decides.
+    # Keyword scores are divided by the best (a 1, b 1/3), semantic ones min-max normalised
+    # (b 1, c 1/3, a 0).
     assert [(hit.key, hit.keyword, hit.semantic) for hit in fused] == [
-        ("a", 9.0, 0.2),
         ("b", 3.0, 0.8),
+        ("a", 9.0, 0.2),
         ("c", None, 0.4),
     ]
-    assert [hit.score for hit in fused] == pytest.approx([0.5, 0.5, 0.5 * (0.4 - 0.2) / 0.6])
+    assert [hit.score for hit in fused] == pytest.approx([0.5 / 3 + 0.5, 0.5, 0.5 / 3])
     assert isinstance(fused[0], Fused)
     # Equal fused scores keep the order of first appearance: keyword list first.
     assert [hit.key for hit in fuse([("x", 1.0)], [("y", 1.0)])] == ["x", "y"]
     assert fuse([], []) == []
+
+
+def test_near_equal_keyword_scores_leave_the_semantic_ranking_to_decide() -> None:
+    # Two memories sharing one common word with the query: BM25 scores them nearly alike, and
+    # the one whose meaning matches must come first.
+    fused = fuse([("tea", 0.185), ("seat", 0.180)], [("seat", 0.53), ("tea", 0.18)])
+    assert [hit.key for hit in fused] == ["seat", "tea"]
+    assert fused[0].score > 0.9 > 0.6 > fused[1].score
 
 
 def test_fuse_weight_moves_the_balance_and_is_checked() -> None:

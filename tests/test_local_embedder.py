@@ -14,6 +14,7 @@ import pytest
 from agentrecall.embeddings import Embedder, LocalEmbedder
 from agentrecall.embeddings.local import DIMENSION, MAX_TOKENS, MODEL_SHA256, WINDOW
 from agentrecall.errors import InvalidArgumentError, InvalidFileError
+from agentrecall.stores.sqlite import SQLiteStore
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "embeddings"
 
@@ -120,6 +121,30 @@ def test_meaning_beats_words(embedder: LocalEmbedder) -> None:
         ]
     )
     assert question @ memory > question @ other + 0.1
+
+
+async def test_hybrid_search_finds_the_paraphrase_and_exact_names_and_dates_still_win(
+    embedder: LocalEmbedder, tmp_path: Path
+) -> None:
+    seat = "The user's favourite seat is by the window."
+    memories = [
+        seat,
+        "The user drinks green tea every morning.",
+        "Flight AB123 departs on 2024-05-03 from gate 4.",
+        "Carlos Mendez booked a table for Friday.",
+    ]
+    async with SQLiteStore(tmp_path / "meaning.db", embedder=embedder) as store:
+        await store.add_many([(seat, None), (memories[1], None)])
+        # Both memories share only "user" with the question: meaning decides in hybrid mode.
+        for mode in ("semantic", "hybrid"):
+            hits = await store.search("which chair does the user like?", {"mode": mode})
+            assert hits[0].content == seat, mode
+        await store.add_many([(memory, None) for memory in memories[2:]])
+        assert (await store.search("which chair does the user like?"))[0].content == seat
+        for query, expected in [("AB123", 2), ("2024-05-03", 2), ("Carlos Mendez", 3)]:
+            hits = await store.search(query)
+            assert hits[0].content == memories[expected], query
+            assert (hits[0].metadata or {})["_relevanceScore"] == pytest.approx(1.0)
 
 
 def test_an_empty_list_gives_no_rows_and_loads_nothing() -> None:

@@ -183,3 +183,49 @@ def test_eval_options_that_need_an_sqlite_store(
     assert main(["eval", "locomo", str(locomo_file), "--store", "json", "--mode", "hybrid"]) == 1
     assert "--mode and --neighbours need --store sqlite" in capsys.readouterr().err
     assert main(["eval", "locomo", str(locomo_file), "--mode", "fuzzy"]) == 2
+
+
+async def test_turns_of_the_same_content_are_each_found_by_their_one_memory(
+    tmp_path: Path,
+) -> None:
+    conversation = _conversation("a")
+    session = conversation["conversation"]["session_1"]
+    session.append({"speaker": "Ana", "dia_id": "D1:3", "text": "I started painting sunsets."})
+    conversation["qa"] = [
+        {"question": "What did Ana paint?", "evidence": ["D1:3"], "category": 4},
+        {"question": "What did Ana paint?", "evidence": ["D1:1", "D1:3"], "category": 4},
+    ]
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps([conversation]), encoding="utf-8")
+    # The store keeps one memory for the two turns; it stands for both.
+    rows = await evaluate(load(path), lambda directory: SQLiteStore(directory / "m.db"))
+    assert rows[0].questions == 2 and rows[0].means["R@10"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"session_1_date_time": "yesterday"}, "not a LoCoMo session date: 'yesterday'"),
+        ({"session_1": [{"speaker": "Ana", "dia_id": "D1:1", "text": 5}]}, "not a string"),
+        ({"session_1": [{"speaker": "Ana", "text": "hi"}]}, "missing 'dia_id'"),
+    ],
+)
+def test_a_malformed_conversation_is_named_with_the_file(
+    tmp_path: Path, change: dict[str, Any], problem: str
+) -> None:
+    broken = _conversation("b")
+    broken["conversation"].update(change)
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps([_conversation("a"), broken]), encoding="utf-8")
+    with pytest.raises(ValueError, match="is not a LoCoMo file: conversation 1 is malformed") as e:
+        load(path)
+    assert str(path) in str(e.value) and problem in str(e.value)
+
+
+def test_a_question_with_an_unusable_category_is_named(tmp_path: Path) -> None:
+    broken = _conversation("a")
+    broken["qa"][0]["category"] = "x"
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps([broken]), encoding="utf-8")
+    with pytest.raises(ValueError, match="conversation 0 is malformed: invalid literal"):
+        load(path)

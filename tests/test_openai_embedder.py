@@ -7,6 +7,7 @@ import logging
 import socket
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy
 import pytest
@@ -15,6 +16,7 @@ import agentrecall
 from agentrecall.embeddings import Embedder, OpenAICompatibleEmbedder
 from agentrecall.embeddings.openai import PROBE_TEXT
 from agentrecall.errors import InvalidArgumentError, ModelError
+from agentrecall.stores.sqlite import SQLiteStore
 from agentrecall.testing import ChatServer, HashEmbedder, Reply
 
 TEXTS = ["the user likes aisle seats", "the user's dog is Rex", "a third", "four", "five"]
@@ -59,6 +61,14 @@ def test_rows_are_placed_by_their_index(
     server: ChatServer, remote: OpenAICompatibleEmbedder
 ) -> None:
     data = [{"index": 1, "embedding": [0.0, 1.0]}, {"index": 0, "embedding": [1.0, 0.0]}]
+    server.push(Reply.raw(200, json.dumps({"data": data})))
+    assert remote.embed(["first", "second"]).tolist() == [[1.0, 0.0], [0.0, 1.0]]
+
+
+def test_rows_without_an_index_are_taken_in_order(
+    server: ChatServer, remote: OpenAICompatibleEmbedder
+) -> None:
+    data = [{"embedding": [1.0, 0.0]}, {"embedding": [0.0, 1.0]}]
     server.push(Reply.raw(200, json.dumps({"data": data})))
     assert remote.embed(["first", "second"]).tolist() == [[1.0, 0.0], [0.0, 1.0]]
 
@@ -136,6 +146,7 @@ def test_a_401_fails_at_once_with_status_and_body(
             '{"data": [{"index": 0, "embedding": [1]}, {"index": 2, "embedding": [2]}]}',
             "index 2",
         ),
+        ('{"data": [{"index": 0, "embedding": [1]}, {"embedding": [2]}]}', "index None"),
         (
             '{"data": [{"index": 0, "embedding": "AAAA"}, {"index": 1, "embedding": [2]}]}',
             "no 'embedding' list",
@@ -242,3 +253,27 @@ def test_chat_server_serves_chat_and_embeddings_from_one_queue(hashing: HashEmbe
             assert remote.embed(["x"]).tolist() == [[1.0, 2.0]]
         (request,) = server.requests
         assert request.inputs == ["x"]
+
+
+async def test_a_store_sends_nothing_before_its_first_use(
+    server: ChatServer, remote: OpenAICompatibleEmbedder, tmp_path: Path
+) -> None:
+    store = SQLiteStore(tmp_path / "memory.db", embedder=remote)
+    assert server.requests == []  # the dimension is learnt in the store's worker, later
+    await store.add("the user likes aisle seats")
+    assert [request.inputs for request in server.requests] == [["the user likes aisle seats"]]
+    hits = await store.search("aisle seats", {"mode": "semantic"})
+    assert [hit.content for hit in hits] == ["the user likes aisle seats"]
+    await store.aclose()
+
+
+async def test_a_store_with_an_unreachable_server_is_made_and_fails_on_use(
+    tmp_path: Path,
+) -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    with OpenAICompatibleEmbedder(url, "m", max_retries=0) as remote:
+        store = SQLiteStore(tmp_path / "memory.db", embedder=remote)
+        with pytest.raises(ModelError, match="failed after 1 attempt"):
+            await store.add("the user likes aisle seats")
+        assert await store.count() == 0
+        await store.aclose()

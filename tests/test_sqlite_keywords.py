@@ -119,17 +119,57 @@ def test_cjk_runs_become_characters_and_pairs() -> None:
     assert cjk_terms("ｶﾞｲﾄﾞ") == cjk_terms("ガイド") == ["ガ", "イ", "ド", "ガイ", "イド"]
     # Hangul keeps its syllables; punctuation ends a run.
     assert cjk_terms("좌석。席") == ["좌", "석", "좌석", "席"]
-    assert index_text("Ana likes 座位!") == "Ana likes  座 位 座位 !"
+    assert index_text("Ana likes 座位!") == "ana likes 座 位 座位"
+
+
+def test_compatibility_characters_fold_to_lowercase_words() -> None:
+    # They decompose into capitals, which are lowercased too.
+    assert keyword_terms("Ⅻ 𝐀𝐁𝐂 ﬁnance Ｔｏｋｙｏ") == keyword_terms("xii abc finance tokyo")
+    assert index_text("naïve café") == "naive cafe"
+    assert index_text("the user’s seat 🙂") is None  # nothing to fold: read as written
 
 
 def test_latin_text_is_read_as_before_the_cjk_rule() -> None:
-    # No LoCoMo turn holds a CJK character: the index reads each as it is, so Latin recall
-    # is what stemming alone makes it; and Latin words around CJK are read as they would be
-    # on their own.
+    # No LoCoMo turn holds a CJK character, and one a diacritic: the index reads the others
+    # as they are, so Latin recall is what stemming alone makes it; and Latin words around
+    # CJK are read as they would be on their own.
     turns = [turn.content() for conversation in load(LOCOMO_DEV) for turn in conversation.turns]
-    assert all(index_text(text) is None for text in turns)
+    assert sum(index_text(text) is not None for text in turns) == 1
     mixed = keyword_terms(f"Caroline's café: {CHINESE} was painted")
     assert [t for t in mixed if t.isascii()] == keyword_terms("Caroline's café: was painted")
+
+
+# Texts FTS5 alone reads otherwise than the ranking: compatibility characters it does not
+# widen, diacritics it does not fold, the Greek final sigma, a dotted capital I.
+FOLDED = [
+    "ﬁnance", "Ｔｏｋｙｏ", "x²", "①", "Ελλάδα", "σοφός", "чай", "ǅemal", "Ⅻ", "½", "İstanbul",
+    "𝐀𝐁𝐂", "naïve café",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("indexed", [False, True])
+async def test_a_word_fts5_reads_otherwise_is_found_by_itself_and_its_folded_form(
+    tmp_path: Path, indexed: bool
+) -> None:
+    store = SQLiteStore(tmp_path / "m.db")
+    try:
+        results = await store.add_many([(f"memory about {text} here", None) for text in FOLDED])
+        ids = {text: result.id for text, result in zip(FOLDED, results, strict=True)}
+        if indexed:
+            store._db.run(check_full_text_index, write=True)
+        for text in FOLDED:
+            assert (await _ids_found(store, text))[:1] == [ids[text]], text
+        for query, text in [("ελλαδα", "Ελλάδα"), ("finance", "ﬁnance"), ("tokyo", "Ｔｏｋｙｏ")]:
+            assert (await _ids_found(store, query))[:1] == [ids[text]], query
+        store._db.run(check_full_text_index, write=True)
+        held = store._db.run(_index_terms)
+    finally:
+        await store.aclose()
+    for seq, text in enumerate(FOLDED, 1):
+        terms = Counter(keyword_terms(f"memory about {text} here"))
+        if "ς" in text:  # FTS5 also folds the final sigma, in the query as in the text
+            terms = Counter({term.replace("ς", "σ"): n for term, n in terms.items()})
+        assert terms == held[seq], text
 
 
 async def test_the_index_and_the_ranking_read_every_locomo_turn_alike(tmp_path: Path) -> None:

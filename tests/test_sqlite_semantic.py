@@ -165,9 +165,37 @@ async def test_a_failing_embedder_stores_nothing_and_is_named(path: Path) -> Non
         await store.add_many([("a", None), ("b", None)])
     assert await store.count() == 0
     shaped = SQLiteStore(path, embedder=WrongShape())
-    with pytest.raises(InvalidArgumentError, match=r"shape \(2, 64\) for 1 texts"):
+    with pytest.raises(ModelError, match=r"'agentrecall-test-hash-64' .* shape \(2, 64\) for 1 t"):
         await shaped.add("c")
     assert await shaped.count() == 0
+
+
+class NotANumber(HashEmbedder):
+    def embed(self, texts: Any) -> Any:
+        vectors = super().embed(texts)
+        vectors[-1, 0] = float("nan")
+        return vectors
+
+
+class Words(HashEmbedder):
+    def embed(self, texts: Any) -> Any:
+        return [["a"] * self.dimension for _ in texts]
+
+
+@pytest.mark.parametrize(
+    ("model", "problem"), [(NotANumber(), "NaN or infinity"), (Words(), "not vectors")]
+)
+async def test_unusable_vectors_store_nothing_and_are_model_errors(
+    path: Path, model: HashEmbedder, problem: str
+) -> None:
+    # A NaN row would be stored as zeros: a memory no semantic search can ever find.
+    store = SQLiteStore(path, embedder=model)
+    with pytest.raises(ModelError, match=problem):
+        await store.add_many([("a", None), ("b", None)])
+    assert await store.count() == 0
+    assert vector_count(path) == 0
+    with pytest.raises(ModelError, match=problem):
+        await store.search("b", {"mode": "semantic"})
 
 
 async def test_another_model_is_refused_with_both_ids_and_the_reindex_command(
@@ -325,6 +353,27 @@ async def test_neighbours_bring_in_the_turns_around_a_hit_of_the_same_session(
     assert all("filler" not in c for c in contents(filtered))
     keyword = await store.search("adopted", {"mode": "keyword", "neighbours": True})
     assert "Bo: Her name is Pepper." in contents(keyword)
+
+
+async def test_in_conversation_mode_a_near_equal_keyword_hit_keeps_a_near_equal_score(
+    path: Path,
+) -> None:
+    # Min-max scaling gave the second of two hits 0, and its neighbours nothing to gain.
+    store = SQLiteStore(path)
+    await store.add_many(
+        [
+            ("Ana: my seat was by the window", {"session": 1}),
+            ("Bo: which one?", {"session": 1}),
+            ("Ana: a seat near the door", {"session": 2}),
+            ("Bo: nice", {"session": 2}),
+        ]
+    )
+    hits = await store.search("seat", {"neighbours": True, "max_search_results": 4})
+    scores = {hit.content: (hit.metadata or {})["_relevanceScore"] for hit in hits}
+    first, second = "Ana: my seat was by the window", "Ana: a seat near the door"
+    assert scores[first] == pytest.approx(scores[second], rel=0.1) and scores[second] > 0.9
+    assert scores["Bo: nice"] == pytest.approx(0.3 * scores[second])
+    await store.aclose()
 
 
 async def test_a_store_default_for_mode_and_neighbours(path: Path) -> None:

@@ -89,6 +89,15 @@ def test_texts_longer_than_the_limit_are_cut_to_it() -> None:
     assert MINE.encode(text, 3) == [101, MINE.encode("word", 3)[1], 102]
 
 
+@pytest.mark.parametrize("separator", [" ", "\n", "  é\u0301 ", " [SEP] "])
+def test_only_the_start_of_a_long_text_is_split_into_words(separator: str) -> None:
+    fresh = WordPiece.from_tokenizer_json(TEXT)
+    text = separator.join(f"word{i}" for i in range(50_000))
+    assert fresh.encode(text, MAX_TOKENS) == REFERENCE.encode(text).ids
+    # The words past the first MAX_TOKENS tokens and one window of text are never looked up.
+    assert len(fresh._words) < 1_000
+
+
 _ALPHABET = st.characters(exclude_categories=["Cs"])
 
 

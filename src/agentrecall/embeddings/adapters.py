@@ -171,22 +171,14 @@ def store_embedder(value: object, user: str) -> Embedder:
     """Return ``value`` as a store's embedder, refusing what cannot be one.
 
     ``user`` names the store in the message when ``numpy`` is missing
-    (``"an SQLiteStore with an embedder"``).
+    (``"an SQLiteStore with an embedder"``). As in :func:`embedder_from`, nothing is called or
+    sent and ``dimension`` is not read: a store reads it where blocking is fine, and checks it
+    with the first vectors.
 
     Raises:
         ImportError: ``numpy`` is not installed.
-        InvalidArgumentError: ``value`` lacks ``model_id``, ``dimension`` or ``embed``, or they
-            are unusable.
+        InvalidArgumentError: ``value`` lacks ``model_id``, ``dimension`` or ``embed``, or its
+            ``model_id`` is unusable.
     """
     import_numpy(user)
-    value = embedder_from(value)
-    model_id, dimension = value.model_id, value.dimension
-    if not isinstance(model_id, str) or not model_id.strip():
-        raise InvalidArgumentError(
-            f"embedder.model_id must be a non-blank string, got {model_id!r}"
-        )
-    if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
-        raise InvalidArgumentError(
-            f"embedder.dimension must be an integer of at least 1, got {dimension!r}"
-        )
-    return value
+    return embedder_from(value)

@@ -236,19 +236,24 @@ class OpenAICompatibleEmbedder:
 def embedding_rows(payload: Any, count: int) -> list[list[Any]]:
     """Return the vectors of an embeddings answer for ``count`` texts, in input order.
 
+    Items are placed by their ``index``; an answer whose items all lack one (as a few servers
+    give it) is taken in input order.
+
     Raises:
         ValueError: the answer has no ``data`` list of ``count`` items, each with a distinct
-            integer ``index`` below ``count`` and a non-empty ``embedding`` list, all of one
-            length. (The numbers themselves are checked when they become an array.)
+            integer ``index`` below ``count`` (or none has one) and a non-empty ``embedding``
+            list, all of one length. (The numbers themselves are checked when they become an
+            array.)
     """
     data = payload.get("data") if isinstance(payload, dict) else None
     if not isinstance(data, list):
         raise ValueError("no 'data' list")
     if len(data) != count:
         raise ValueError(f"{len(data)} embeddings for {count} input(s)")
+    in_order = all(isinstance(item, dict) and "index" not in item for item in data)
     rows: list[list[Any] | None] = [None] * count
-    for item in data:
-        index = item.get("index") if isinstance(item, dict) else None
+    for place, item in enumerate(data):
+        index = item.get("index", place if in_order else None) if isinstance(item, dict) else None
         if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < count:
             raise ValueError(f"an item has index {index!r}, expected 0 to {count - 1}")
         if rows[index] is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -113,13 +114,25 @@ def as_vectors(value: object, count: int, dimension: int, source: str) -> Vector
     of lists of numbers).
 
     Raises:
-        ModelError: ``value`` has another shape, is not numeric, or holds NaN or infinity;
-            the message starts with ``source`` (which embedder gave it).
+        ModelError: ``value`` has another shape, is not real numbers (complex ones, an
+            awaitable), or holds NaN or infinity (a number too large for float32 is one); the
+            message starts with ``source`` (which embedder gave it).
     """
     import numpy
 
+    if inspect.isawaitable(value):
+        if inspect.iscoroutine(value):
+            value.close()  # never to be awaited: closed, so that Python does not warn
+        raise ModelError(
+            f"{source} returned an awaitable, not vectors: an embedder must be synchronous"
+        )
     try:
-        vectors = numpy.ascontiguousarray(value, dtype=numpy.float32)
+        raw = numpy.asarray(value)
+        if numpy.iscomplexobj(raw):
+            raise ModelError(f"{source} returned complex numbers, not real vectors")
+        # A number beyond float32 becomes infinity, refused below: no overflow warning.
+        with numpy.errstate(over="ignore", invalid="ignore"):
+            vectors = numpy.ascontiguousarray(raw, dtype=numpy.float32)
     except (TypeError, ValueError) as error:
         raise ModelError(f"{source} returned something that is not vectors: {error}") from error
     if vectors.shape != (count, dimension):

@@ -185,6 +185,11 @@ _ASCII_WORDS = re.compile(
 
 _CACHE_WORDS = 1 << 16
 
+_WINDOW_CHARS = 4_096
+"""Characters of a text split into words at a time (up to the next space or line break)."""
+
+_BREAK = re.compile("[ \n]")
+
 
 class WordPiece:
     """A WordPiece tokenizer over a vocabulary; :meth:`encode` gives a text's token ids.
@@ -220,28 +225,45 @@ class WordPiece:
         return cls(vocab, model.get("unk_token", "[UNK]"))
 
     def encode(self, text: str, max_tokens: int) -> list[int]:
-        """Return ``[CLS]``, the tokens of ``text`` and ``[SEP]``: at most ``max_tokens`` ids."""
+        """Return ``[CLS]``, the tokens of ``text`` and ``[SEP]``: at most ``max_tokens`` ids.
+
+        Only the start of a long text is read: the time it takes stops growing with the text
+        once ``max_tokens`` are found, wherever the text has spaces or line breaks.
+        """
+        keep = max(max_tokens - 1, 1)
         ids = [self._first]
         place = 0
         for special in _SPECIAL.finditer(text):
-            self._extend(ids, text[place : special.start()])
+            if len(ids) >= keep:
+                break
+            self._extend(ids, text[place : special.start()], keep)
             ids.append(self._special[special.group()])
             place = special.end()
-        self._extend(ids, text[place:])
-        del ids[max(max_tokens - 1, 1) :]
+        else:
+            self._extend(ids, text[place:], keep)
+        del ids[keep:]
         ids.append(self._last)
         return ids
 
-    def _extend(self, ids: list[int], text: str) -> None:
+    def _extend(self, ids: list[int], text: str, keep: int) -> None:
+        """Append the tokens of ``text`` to ``ids`` until ``ids`` holds ``keep`` or more."""
         words = self._words
-        for word in split_words(text):
-            tokens = words.get(word)
-            if tokens is None:
-                tokens = self._pieces(word)
-                if len(words) >= _CACHE_WORDS:
-                    words.clear()
-                words[word] = tokens
-            ids.extend(tokens)
+        start = 0
+        while start < len(text) and len(ids) < keep:
+            # Cut after a space or line break, which no word spans, so the words are the same.
+            found = _BREAK.search(text, start + _WINDOW_CHARS)
+            end = len(text) if found is None else found.end()
+            for word in split_words(text[start:end]):
+                tokens = words.get(word)
+                if tokens is None:
+                    tokens = self._pieces(word)
+                    if len(words) >= _CACHE_WORDS:
+                        words.clear()
+                    words[word] = tokens
+                ids.extend(tokens)
+                if len(ids) >= keep:
+                    return
+            start = end
 
     def _pieces(self, word: str) -> tuple[int, ...]:
         """Greedy longest-match-first WordPiece of one word."""

@@ -121,10 +121,16 @@ def parse(data: Sequence[Mapping[str, Any]]) -> list[Conversation]:
     Raises:
         ValueError: the data is not shaped like a LoCoMo file.
     """
-    try:
-        return [_conversation(conversation) for conversation in data]
-    except (KeyError, TypeError, AttributeError) as error:
-        raise ValueError(f"not a LoCoMo file: missing or malformed {error}") from error
+    conversations = []
+    for number, raw in enumerate(data):
+        try:
+            conversations.append(_conversation(raw))
+        except (KeyError, TypeError, AttributeError, ValueError) as error:
+            problem = f"missing {error}" if isinstance(error, KeyError) else str(error)
+            raise ValueError(
+                f"not a LoCoMo file: conversation {number} is malformed: {problem}"
+            ) from error
+    return conversations
 
 
 def load(path: str | Path) -> list[Conversation]:
@@ -139,7 +145,10 @@ def load(path: str | Path) -> list[Conversation]:
         raise ValueError(f"cannot read LoCoMo file '{path}': {error}") from error
     if not isinstance(data, list):
         raise ValueError(f"'{path}' is not a LoCoMo file: expected a list of conversations")
-    return parse(data)
+    try:
+        return parse(data)
+    except ValueError as error:
+        raise ValueError(f"'{path}' is {error}") from error
 
 
 def _conversation(raw: Mapping[str, Any]) -> Conversation:
@@ -149,13 +158,22 @@ def _conversation(raw: Mapping[str, Any]) -> Conversation:
     for session in sessions:
         date = parse_date(talk[f"session_{session}_date_time"])
         for turn in talk[f"session_{session}"]:
-            turns.append(Turn(turn["dia_id"], turn["speaker"], session, date, turn["text"]))
+            fields = [turn["dia_id"], turn["speaker"], turn["text"]]
+            if not all(isinstance(field, str) for field in fields):
+                raise TypeError(
+                    f"a turn of session {session} has a dia_id, speaker or text "
+                    "that is not a string"
+                )
+            turns.append(Turn(fields[0], fields[1], session, date, fields[2]))
     known = frozenset(turn.dia_id for turn in turns)
     questions = []
     for item in raw.get("qa", []):
         evidence = repair_evidence(item.get("evidence", []), known)
         if evidence:
-            questions.append(Question(item["question"], int(item["category"]), evidence))
+            category = item["category"]
+            if isinstance(category, bool) or not isinstance(category, (int, str)):
+                raise TypeError(f"the category of question {item['question']!r} is {category!r}")
+            questions.append(Question(str(item["question"]), int(category), evidence))
     return Conversation(str(raw["sample_id"]), tuple(turns), tuple(questions))
 
 
@@ -248,6 +266,11 @@ async def _run_conversation(
     store: MemoryStore, conversation: Conversation
 ) -> list[tuple[int, dict[str, float]]]:
     items = [(turn.content(), turn.metadata()) for turn in conversation.turns]
+    # A store keeps one memory for turns of the same content (a speaker saying "Thanks!"
+    # twice): that memory returns every one of them.
+    same: dict[str, list[str]] = {}
+    for turn in conversation.turns:
+        same.setdefault(turn.content().strip(), []).append(turn.dia_id)
     add_many = getattr(store, "add_many", None)
     if add_many is not None:
         await add_many(items)
@@ -259,7 +282,11 @@ async def _run_conversation(
         began = time.perf_counter()
         hits = await store.search(question.text, {"max_search_results": TOP})
         elapsed = time.perf_counter() - began
-        ranked = [str((hit.metadata or {}).get("dia_id")) for hit in hits]
+        ranked = [
+            dia_id
+            for hit in hits
+            for dia_id in same.get(hit.content.strip(), [str((hit.metadata or {}).get("dia_id"))])
+        ]
         metrics = score(ranked, question.evidence)
         metrics[TIME] = elapsed * 1000
         results.append((question.category, metrics))

@@ -42,7 +42,8 @@ def fold(text: str) -> str:
         # Nothing to decompose: most text, and the per-character pass below is most of the
         # time of ranking a search's candidates.
         return lowered
-    decomposed = unicodedata.normalize("NFKD", lowered)
+    # Lowercased again: a compatibility character can decompose into capitals (``Ⅻ``, ``𝐀``).
+    decomposed = unicodedata.normalize("NFKD", lowered).lower()
     return "".join(char for char in decomposed if not unicodedata.combining(char))
 
 
@@ -96,12 +97,18 @@ def words(text: str) -> list[tuple[str, str]]:
 def index_text(text: str) -> str | None:
     """Return what the full-text index reads for ``text``: ``None`` when it is ``text`` itself.
 
-    Each run of CJK characters is replaced by its terms, apart, so that the index finds
-    exactly :func:`keyword_terms`; the rest is left to the index to read as it does.
+    FTS5 reads words its own way: it neither widens compatibility characters (``ﬁ``, ``Ｔ``,
+    ``²``) nor folds every diacritic :func:`fold` removes (Greek accents, ``й``), and cannot
+    split CJK runs. A text where :func:`fold` changes more than the case, or that holds a CJK
+    run, is therefore given to the index as its words, folded, and its CJK terms, apart, so
+    that the index finds exactly :func:`keyword_terms` (which the ranking reads) and a memory
+    is found by the same words once indexed as while it waits for the index.
     """
-    if text.isascii() or CJK_RUN.search(text) is None:
+    if text.isascii():
         return None
-    return CJK_RUN.sub(lambda run: f" {' '.join(cjk_terms(run[0]))} ", text)
+    if CJK_RUN.search(text) is None and fold(text) == text.lower():
+        return None
+    return " ".join(word for word, _ in words(text))
 
 
 def _split(text: str) -> list[str]:

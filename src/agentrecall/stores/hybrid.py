@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agentrecall.retrieval.fusion import fuse, min_max
+from agentrecall.retrieval.fusion import fuse, keyword_parts, semantic_parts
 from agentrecall.stores.records import metadata
 from agentrecall.types import JsonObject, MemoryEntry
 
@@ -39,7 +39,9 @@ def rank(
 ) -> list[tuple[str, float]]:
     """Return ``(id, score)`` best first: fused in hybrid mode, else the one ranking's scores.
 
-    For neighbours to help, a single ranking's scores are min-max normalised first.
+    For neighbours to help, a single ranking's scores are normalised first, as fusion
+    normalises that ranking's (:func:`~agentrecall.retrieval.fusion.keyword_parts`,
+    :func:`~agentrecall.retrieval.fusion.semantic_parts`).
     """
     if mode == "hybrid":
         fused = fuse(
@@ -50,7 +52,7 @@ def rank(
     scores = [(hit.id, _score(hit)) for hit in keyword or semantic]
     if not neighbours:
         return scores
-    normalised = min_max(scores)
+    normalised = keyword_parts(scores) if keyword else semantic_parts(scores)
     return [(key, normalised[key]) for key, _ in scores]
 
 

@@ -7,10 +7,11 @@ Importing this module needs the standard library only; the embedder is checked, 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentrecall.embeddings.base import Embedder
-from agentrecall.errors import AgentRecallError, InvalidArgumentError, ModelError
+from agentrecall.embeddings.vectors import check_dimension, embed_checked
+from agentrecall.errors import AgentRecallError, ModelError
 from agentrecall.stores.sqlite.vector_sql import PreparedVectors, VectorModel
 
 if TYPE_CHECKING:
@@ -23,13 +24,31 @@ EMBED_BATCH = 1_024
 class Embedding:
     """A store's embedder, with the checks and batching every call needs.
 
-    Runs on the store's worker thread, never inside a write transaction.
+    Runs on the store's worker thread, never inside a write transaction. The embedder's
+    ``dimension`` is first read there too, when a vector is first needed: an embedder may
+    learn it with a request to its server, which a store's constructor must not send.
     """
 
     def __init__(self, embedder: Embedder, path: str) -> None:
         self.embedder = embedder
-        self.model = VectorModel(embedder.model_id, embedder.dimension)
         self.path = path
+        self._model: VectorModel | None = None
+
+    @property
+    def model(self) -> VectorModel:
+        """The embedder's model id and dimension, read on first use and kept.
+
+        Raises:
+            InvalidArgumentError: the embedder's ``dimension`` is not a usable integer.
+            ModelError: the embedder failed while learning its dimension.
+        """
+        if self._model is None:
+            model_id = self.embedder.model_id
+            dimension = check_dimension(
+                self.embedder.dimension, f"the dimension of embedder {model_id!r}"
+            )
+            self._model = VectorModel(model_id, dimension)
+        return self._model
 
     def prepare(self, texts: Sequence[str]) -> PreparedVectors:
         """Return the quantized vector of each distinct text, for a write to store."""
@@ -49,28 +68,27 @@ class Embedding:
         return direction(self.vectors([text])[0])
 
     def vectors(self, texts: Sequence[str]) -> Matrix:
-        """Return the embedder's float32 vectors of ``texts``, checked for shape.
+        """Return the embedder's float32 vectors of ``texts``, once they are sound.
 
         Raises:
-            ModelError: the embedder raised something other than an agentrecall error (chained).
-            InvalidArgumentError: it returned an array of the wrong shape.
+            ModelError: the embedder raised something other than an agentrecall error
+                (chained), or returned rows of the wrong count or length, something that is
+                not numbers, NaN or infinity (:func:`~agentrecall.embeddings.embed_checked`).
+            InvalidArgumentError: the embedder's ``dimension`` is not a usable integer.
         """
-        import numpy
-
+        # Embedded before the dimension is read: an embedder that learns it from its first
+        # answer then needs no request of its own for it.
         try:
-            result: Any = self.embedder.embed(list(texts))
+            vectors: Matrix = embed_checked(self.embedder, list(texts))
         except AgentRecallError:
             raise
         except Exception as error:
             raise ModelError(
-                f"embedder '{self.model.model_id}' failed on {len(texts)} texts: {error}"
+                f"embedder '{self.embedder.model_id}' failed on {len(texts)} texts: {error}"
             ) from error
-        vectors = numpy.asarray(result, dtype=numpy.float32)
-        expected = (len(texts), self.model.dimension)
-        if vectors.shape != expected:
-            raise InvalidArgumentError(
-                f"embedder '{self.model.model_id}' returned an array of shape {vectors.shape} "
-                f"for {len(texts)} texts; expected {expected}"
+        if vectors.shape[1] != self.model.dimension:
+            raise ModelError(
+                f"embedder '{self.model.model_id}' returned vectors of length "
+                f"{vectors.shape[1]}, but its dimension was {self.model.dimension}"
             )
-        matrix: Matrix = vectors
-        return matrix
+        return vectors
