@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from conftest import LOCOMO_DEV
-from sqlite_checks import CHINESE, check_full_text_index, unstemmed_database
+from sqlite_checks import CHINESE, check_full_text_index, old_database, unstemmed_database
 
 from agentrecall import SQLiteStore
 from agentrecall.evaluation.locomo import load
@@ -241,5 +241,46 @@ async def test_a_new_database_is_not_announced(
         with caplog.at_level(logging.INFO, logger=stemming.__name__):
             await store.setup(progress=lambda *report: reports.append(report))
         assert caplog.records == [] and reports == []
+    finally:
+        await store.aclose()
+
+
+async def test_a_file_indexed_before_folding_finds_its_accented_memories_once_opened(
+    tmp_path: Path,
+) -> None:
+    # Schema 10 gave the index an accented memory's content as written, which FTS5 reads
+    # otherwise than the ranking: opening the file gives it its folded words.
+    path = tmp_path / "m.db"
+    texts = [
+        "memory about Ελλάδα",
+        "ﬁnance report",
+        "用户喜欢靠过道的座位",
+        "plain words",
+        "Ｔｏｋｙｏ",
+    ]
+
+    def fill(db: sqlite3.Connection) -> None:
+        for seq, content in enumerate(texts, 1):
+            old = index_text(content) if "用" in content else None  # CJK was split already
+            db.execute(
+                "INSERT INTO memories (seq, id, scope, content, content_hash, created_at, "
+                "index_text) VALUES (?, ?, 0, ?, ?, '2025-01-01T00:00:00.000Z', ?)",
+                (seq, f"id{seq}", content, seq, old),
+            )
+        db.execute(
+            "INSERT INTO memories_fts (rowid, content, scope) "
+            "SELECT seq, coalesce(index_text, content), scope FROM memories WHERE seq < 5"
+        )
+        db.execute("INSERT INTO memories_unindexed (seq) VALUES (5)")
+
+    old_database(path, 10, fill)
+    store = SQLiteStore(path)
+    try:
+        for query, memory in [("ελλαδα", "id1"), ("finance", "id2"), ("座位", "id3")]:
+            assert (await _ids_found(store, query))[:1] == [memory], query
+        assert (await _ids_found(store, "tokyo"))[:1] == ["id5"]  # waiting, then indexed
+        store._db.run(check_full_text_index, write=True)
+        assert (await _ids_found(store, "tokyo"))[:1] == ["id5"]
+        assert await store.count() == len(texts)
     finally:
         await store.aclose()

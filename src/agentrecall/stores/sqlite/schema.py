@@ -15,12 +15,14 @@ full-text index.
 From migration 9 on, a memory may have a vector in ``memory_vectors`` (see
 :mod:`agentrecall.stores.sqlite.vector_sql`), which goes with it when it is deleted or its content
 changes. From migration 10 on, the index stems words and reads CJK runs as pairs
-(:mod:`agentrecall.stores.sqlite.stemming`).
+(:mod:`agentrecall.stores.sqlite.stemming`). From migration 11 on, it reads accented and
+compatibility text by its folded words, as the ranking does (:mod:`.folding`).
 """
 
 from __future__ import annotations
 
 from agentrecall._internal.sqlite import Migration
+from agentrecall.stores.sqlite.folding import folded_index
 from agentrecall.stores.sqlite.stemming import stemmed_index
 
 COMPONENT = "store"
@@ -310,4 +312,7 @@ MIGRATIONS: list[Migration] = [
     # Porter stemming (``seats`` finds ``seat``) and CJK runs read as characters and pairs
     # (``座位`` finds ``用户喜欢靠过道的座位``): every memory is indexed again, once.
     stemmed_index,
+    # Accented and compatibility text (``Ελλάδα``, ``ﬁnance``) read by the index as the ranking
+    # reads it, so that it is found by the same words once indexed: its index text is set.
+    folded_index,
 ]
