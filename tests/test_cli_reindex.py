@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentrecall import SQLiteStore, SyncStore
+from agentrecall.cli.embedding import embedder_named
 from agentrecall.cli.main import main
 from agentrecall.testing import HashEmbedder
 
@@ -66,7 +67,7 @@ def test_reindex_refuses_what_it_cannot_use(
     for name, message in [
         ("nonsense", "--embedder must be 'local' or MODULE:CALLABLE"),
         ("agentrecall.testing:NoSuchThing", "has no 'NoSuchThing'"),
-        ("agentrecall.testing:ScriptedChatModel", "is not an embedder"),
+        ("agentrecall.testing:ScriptedChatModel", "returned no usable embedder"),
         ("no_such_module_here:Embedder", "No module named 'no_such_module_here'"),
     ]:
         code, _, err = run(capsys, "reindex", "--embedder", name)
@@ -98,3 +99,21 @@ def test_an_embedder_that_cannot_be_made_is_named_and_not_called_a_bug(
             assert (code, out) == (1, ""), (name, command, err)
             assert err.count("\n") == 1 and message in err, (name, command, err)
             assert "this is a bug" not in err
+
+
+def test_an_embedder_named_is_not_asked_its_dimension(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An embedder may learn its dimension by a request (OpenAICompatibleEmbedder without
+    # dimension=): naming it must not read it.
+    (tmp_path / "lazy_embedder.py").write_text(
+        "class Lazy:\n"
+        "    model_id = 'lazy'\n"
+        "    @property\n"
+        "    def dimension(self):\n"
+        "        raise AssertionError('dimension read')\n"
+        "    def embed(self, texts):\n"
+        "        return [[1.0] for _ in texts]\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert type(embedder_named("lazy_embedder:Lazy")).__name__ == "Lazy"

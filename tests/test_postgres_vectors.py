@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 import psycopg
 import pytest
@@ -141,3 +142,44 @@ async def test_concurrent_large_and_small_writes_and_searches_leave_every_vector
     assert row == (2 * LARGE + 20, 2 * LARGE + 20)
     for one in (other, store, *clients):
         await one.aclose()
+
+
+class _Learning:
+    """A HashEmbedder that counts how often its dimension is read, and may give a bad one."""
+
+    model_id = "learning"
+
+    def __init__(self, dimension: int, told: Any = None) -> None:
+        self._hashed = HashEmbedder(dimension)
+        self.reads = 0
+        self._told = dimension if told is None else told
+
+    @property
+    def dimension(self) -> int:
+        self.reads += 1
+        told: int = self._told
+        return told
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        return self._hashed.embed(texts)
+
+
+async def test_the_embedders_dimension_is_read_at_setup_not_construction(
+    postgres_dsn: str,
+) -> None:
+    # An embedder may learn its dimension by a request: making a store does no I/O.
+    embedder = _Learning(32)
+    store = PostgresStore(postgres_dsn, name="learning", embedder=embedder)
+    try:
+        assert embedder.reads == 0
+        await store.add("The user likes tea")
+        assert embedder.reads >= 1
+        assert (await store.search("tea", {"mode": "semantic"}))[0].content == "The user likes tea"
+    finally:
+        await store.aclose()
+    bad = PostgresStore(postgres_dsn, name="badly", embedder=_Learning(32, told=0))
+    try:
+        with pytest.raises(InvalidArgumentError, match="dimension of embedder .* got 0"):
+            await bad.setup()
+    finally:
+        await bad.aclose()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 
+from agentrecall.embeddings.adapters import embedder_from
 from agentrecall.embeddings.base import Embedder
 from agentrecall.errors import InvalidArgumentError
 
@@ -56,9 +57,10 @@ def embedder_named(name: str) -> Embedder:
         raise InvalidArgumentError(
             f"--embedder {name} failed: {type(error).__name__}: {error}"
         ) from error
-    if not isinstance(made, Embedder):
+    try:
+        # Checked without reading ``dimension``, which an embedder may learn by a request.
+        return embedder_from(made)
+    except InvalidArgumentError as error:
         raise InvalidArgumentError(
-            f"--embedder {name} returned {type(made).__name__}, which is not an embedder "
-            "(it needs model_id, dimension and embed(texts))"
-        )
-    return made
+            f"--embedder {name} returned no usable embedder: {error}"
+        ) from error

@@ -224,7 +224,7 @@ class PostgresStore(front.StoreFront):
         self._vectors: Vectors | None = None
         if embedder is not None:
             checked = store_embedder(embedder, "a PostgresStore with an embedder")
-            self._vectors = Vectors(checked, checked.model_id, checked.dimension)
+            self._vectors = Vectors(checked, checked.model_id)
             self.capabilities = type(self).capabilities | {Capability.SEMANTIC}
         self._search_settings = SearchSettings.configure(
             self._vectors, search_mode, neighbours, session_key, "PostgresStore"
@@ -604,11 +604,13 @@ class PostgresStore(front.StoreFront):
     async def _ready(self) -> Tables | None:
         """Return the store's tables, migrating them first if writable (``None``: none yet)."""
         shared = self._shared
-        if shared.tables is not None:
+        if shared.tables is not None and (self._vectors is None or self._vectors.learned):
             return shared.tables
         if shared.lock is None:
             shared.lock = asyncio.Lock()
         async with shared.lock:
+            if self._vectors is not None:
+                await self._vectors.learn()
             if shared.tables is None:
                 async with shared.pool.connection() as connection:
                     number = await self._register(connection)

@@ -29,7 +29,7 @@ from typing import Any
 from psycopg import errors
 
 from agentrecall.embeddings.base import Embedder
-from agentrecall.embeddings.vectors import embed_checked, l2_normalize
+from agentrecall.embeddings.vectors import check_dimension, embed_checked, l2_normalize
 from agentrecall.errors import InvalidArgumentError, StorageError
 from agentrecall.stores.hybrid import Hit, semantic_hit
 from agentrecall.stores.postgres.tables import Connection, Params, Tables
@@ -52,13 +52,36 @@ class SemanticUnavailableError(StorageError):
     """The database lacks the pgvector extension, which semantic and hybrid search need."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Vectors:
-    """A store's embedder, and its vectors' dimension."""
+    """A store's embedder, and its vectors' dimension once :meth:`learn` has read it.
+
+    The dimension is not read when the store is made: an embedder may learn it by a request
+    (:class:`~agentrecall.embeddings.OpenAICompatibleEmbedder` without ``dimension=``), and
+    making a store does no I/O.
+    """
 
     embedder: Embedder
     model_id: str
-    dimension: int
+    learned: int | None = None
+
+    @property
+    def dimension(self) -> int:
+        """The vectors' dimension; read only after :meth:`learn` (the store's setup)."""
+        if self.learned is None:
+            raise RuntimeError("Vectors.dimension is read before Vectors.learn")
+        return self.learned
+
+    async def learn(self) -> None:
+        """Read the embedder's dimension, once, off the event loop, and check it.
+
+        Raises:
+            InvalidArgumentError: the dimension is not an integer from 1 to the most allowed.
+            ModelError: the embedder failed to tell it.
+        """
+        if self.learned is None:
+            value = await asyncio.to_thread(lambda: self.embedder.dimension)
+            self.learned = check_dimension(value, f"the dimension of embedder '{self.model_id}'")
 
     async def prepare(self, texts: Sequence[str]) -> dict[str, str]:
         """Return each distinct text's unit vector as ``real[]`` text, embedded off the loop."""
