@@ -502,3 +502,19 @@ async def test_a_message_holding_the_stored_form_of_bytes_is_refused(tmp_path: P
         await memory.write([u("q2"), lookalike])
     assert await memory.read() == [u("q")]
     await memory.aclose()
+
+
+async def test_tool_input_json_cannot_hold_is_sized_by_its_text() -> None:
+    # A Strands toolUse input with a key JSON cannot have: an in-memory buffer keeps it, and
+    # its size for the token budget comes from its text instead of a TypeError.
+    use = {"toolUse": {"toolUseId": "t1", "name": "lookup", "input": {(1, 2): "x" * 400}}}
+    messages = [
+        {"role": "user", "content": [{"text": "look it up"}]},
+        {"role": "assistant", "content": [use]},
+    ]
+    memory = BufferMemory(max_tokens=1_000)
+    await memory.write(messages, "s")
+    assert await memory.read("s") == messages
+    small = BufferMemory(max_tokens=50)  # the input's 400 characters exceed it
+    await small.write(messages, "s")
+    assert await small.read("s") == []

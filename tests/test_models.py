@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from agentrecall import BufferMemory
+from agentrecall import BufferMemory, OpenAICompatibleEmbedder
 from agentrecall._internal.retry import RetryPolicy, is_retryable_status, parse_retry_after
 from agentrecall.errors import AgentRecallError, InvalidArgumentError, ModelError
 from agentrecall.models import ChatModel, OpenAICompatibleModel
@@ -300,6 +300,13 @@ def test_constructor_checks_its_arguments() -> None:
     for extra in (5, "temperature=0", {1: 2}, {"logit_bias": {1, 2}}, {"t": float("nan")}):
         with pytest.raises(InvalidArgumentError, match="extra_body"):
             OpenAICompatibleModel("http://localhost/v1", "m", extra_body=extra)  # type: ignore[arg-type]
+    # A key pasted with its newline, or with a typographic quote, cannot go in a header.
+    for key in ("sk-abc\n", "sk-\u201cabc\u201d", "sk abc"):
+        with pytest.raises(InvalidArgumentError, match="api_key must be printable ASCII"):
+            OpenAICompatibleModel("http://localhost/v1", "m", api_key=key)
+        with pytest.raises(InvalidArgumentError, match="api_key must be printable ASCII"):
+            OpenAICompatibleEmbedder("http://localhost/v1", "e", api_key=key)
+    OpenAICompatibleModel("http://localhost/v1", "m", api_key="sk-proj_AB-12.x")
 
 
 def test_missing_httpx_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

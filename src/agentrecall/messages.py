@@ -118,7 +118,7 @@ def _block_size(block: Mapping[str, Any]) -> int:
         return _utf16_length(block["text"])
     kind = block.get("type")
     if kind == "tool_use":
-        payload = json.dumps(block.get("input"), ensure_ascii=False, default=str)
+        payload = json_text(block.get("input"))
         return _utf16_length(str(block.get("name", ""))) + _utf16_length(payload)
     if kind == "tool_result":
         inner = block.get("content")
@@ -126,15 +126,27 @@ def _block_size(block: Mapping[str, Any]) -> int:
             return _utf16_length(inner)
         return sum(_block_size(part) for part in inner or () if isinstance(part, Mapping))
     if isinstance(block.get("json"), (dict, list)):
-        return _utf16_length(json.dumps(block["json"], ensure_ascii=False))
+        return _utf16_length(json_text(block["json"]))
     use = block.get("toolUse")
     if isinstance(use, Mapping):
-        payload = json.dumps(use.get("input"), ensure_ascii=False, default=str)
+        payload = json_text(use.get("input"))
         return _utf16_length(str(use.get("name", ""))) + _utf16_length(payload)
     result = block.get("toolResult")
     if isinstance(result, Mapping) and isinstance(result.get("content"), list):
         return sum(_block_size(part) for part in result["content"] if isinstance(part, Mapping))
     return 0
+
+
+def json_text(value: object) -> str:
+    """Return ``value`` as the JSON a model API would send, or as ``str`` when JSON cannot.
+
+    For sizing a message: a value JSON cannot hold (a key that is a tuple, say) is counted by
+    its text, and refused, naming the message, only where the message is stored.
+    """
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
 
 
 def _utf16_length(text: str) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import re
 import ssl
 from typing import Any
 
@@ -38,6 +39,10 @@ def tls_context() -> ssl.SSLContext:
     return context
 
 
+_HEADER_SAFE = re.compile(r"[!-~]*")
+"""What an API key may hold: printable ASCII, no space (it is sent as ``Bearer KEY``)."""
+
+
 def check_endpoint(base_url: object, model: object, api_key: object, timeout: object) -> None:
     """Refuse a server root that is not an http(s) URL, a blank model, a bad key or timeout.
 
@@ -50,6 +55,13 @@ def check_endpoint(base_url: object, model: object, api_key: object, timeout: ob
         raise InvalidArgumentError(f"model must be a non-blank string, got {model!r}")
     if api_key is not None and not isinstance(api_key, str):
         raise InvalidArgumentError("api_key must be a string or None")
+    if isinstance(api_key, str) and not _HEADER_SAFE.fullmatch(api_key):
+        # It goes into an HTTP header, which carries neither line breaks nor non-ASCII text:
+        # refused here rather than at the first request, as a raw httpx or encoding error.
+        raise InvalidArgumentError(
+            "api_key must be printable ASCII without spaces or line breaks (an HTTP header "
+            "carries it); check for a pasted newline or quote"
+        )
     if (
         isinstance(timeout, bool)
         or not isinstance(timeout, (int, float))

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from agentrecall.messages import Message, content_size
+from agentrecall.messages import Message, content_size, json_text
 
 TokenCounter = Callable[[Message], int]
 """Any callable that returns how many tokens a message costs."""
@@ -76,7 +75,7 @@ def _blocks_text(blocks: Iterable[Mapping[str, Any]]) -> list[str]:
             or "json" in block
             or block.get("type") in ("tool_use", "tool_result")
         ):
-            parts.append(_json_text(block))
+            parts.append(json_text(block))
     return parts
 
 
@@ -95,12 +94,4 @@ def _tool_call_text(message: Message) -> Iterator[str]:
             if isinstance(arguments, str):
                 yield arguments
             elif arguments is not None:
-                yield _json_text(arguments)
-
-
-def _json_text(value: object) -> str:
-    """Return ``value`` as the JSON a model API would send, or as ``str`` when JSON cannot."""
-    try:
-        return json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):  # keys JSON cannot have, say: the buffer names those later
-        return str(value)
+                yield json_text(arguments)

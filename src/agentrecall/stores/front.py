@@ -324,8 +324,9 @@ class StoreFront:
 
         Scope, expiry, filter and time bounds apply in every mode. ``_relevanceScore`` is the
         BM25 score (keyword), the cosine similarity (semantic), or the fused score from 0 to
-        1 (hybrid: each ranking's best ``max(100, 4 * n)`` min-max normalised and weighted
-        0.5 / 0.5, see :mod:`agentrecall.retrieval.fusion`), whose parts are in
+        1 (hybrid: each ranking's best ``max(100, 4 * n)``, BM25 scores divided by the best
+        one and similarities min-max scaled, weighted 0.5 / 0.5, see
+        :mod:`agentrecall.retrieval.fusion`), whose parts are in
         ``_keywordScore`` (BM25) and ``_semanticScore`` (cosine), ``None`` where a ranking
         did not find the memory. With neighbours, ``_relevanceScore`` is the score after
         neighbours helped (see :mod:`agentrecall.retrieval.neighbours`).
