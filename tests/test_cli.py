@@ -1404,3 +1404,17 @@ def test_migrate_counts_versions_of_history_in_words(cli: Cli, tmp_path: Path) -
     assert cli.ok("migrate", str(source), str(copy)) == (
         f"copied 1 memory and 1 version of history to {copy} (0 skipped)\n"
     )
+
+
+def test_migrate_into_json_keeps_expiry_only_when_told_to_drop_it(cli: Cli, tmp_path: Path) -> None:
+    # A JSON file keeps no expiry: a memory meant to go in an hour would stay for good.
+    source, copy = tmp_path / "source.db", tmp_path / "copy.json"
+    brief = cli.add("Gate 4 until boarding", "--ttl", "1h", "--db", str(source))
+    err = cli.fail("migrate", str(source), str(copy))
+    assert f"memory {brief} expires at" in err and "--drop-expiry" in err
+    assert not copy.exists()
+    out = cli.ok("migrate", str(source), str(copy), "--drop-expiry")
+    assert out == f"copied 1 memory to {copy} (0 skipped)\n"
+    assert [record["content"] for record in json.loads(copy.read_text())] == [
+        "Gate 4 until boarding"
+    ]

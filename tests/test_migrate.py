@@ -215,6 +215,36 @@ async def test_memories_deleted_from_the_source_meanwhile_make_no_others_go_miss
             await store.aclose()
 
 
+async def test_a_json_destination_refuses_to_lose_expiry(tmp_path: Path) -> None:
+    source = SQLiteStore(tmp_path / "a.db")
+    brief = await source.add("Gate 4 until boarding", ttl=3600)
+    await source.add("Prefers aisle seats")
+    expires_at = (await source.get(brief.id)).expires_at  # type: ignore[union-attr]
+    await source.aclose()
+    out = tmp_path / "b.json"
+    # Copied without its expiry, the memory meant to go in an hour would stay for good.
+    with pytest.raises(InvalidArgumentError, match=f"{brief.id} expires at.*drop_expiry=True"):
+        await migrate_files(tmp_path / "a.db", out)
+    assert not out.exists()
+    result = await migrate_files(tmp_path / "a.db", out, drop_expiry=True)
+    assert (result.copied, result.skipped) == (2, 0)
+    assert [r.content for r in await JsonFileStore(name="m", path=out).list()] == [
+        "Gate 4 until boarding",
+        "Prefers aisle seats",
+    ]
+    # Into a store that keeps expiry it is copied, unless dropped on purpose.
+    for drop, expected in ((False, expires_at), (True, None)):
+        copy = tmp_path / f"copy-{drop}.db"
+        await migrate_files(tmp_path / "a.db", copy, drop_expiry=drop)
+        async with SQLiteStore(copy) as copied:
+            assert (await copied.get(brief.id)).expires_at == expected  # type: ignore[union-attr]
+    # A JSON store refuses an expiring record outright, too.
+    expiring = MemoryRecord("x", "y", CREATED, expires_at="2999-01-01T00:00:00.000Z")
+    with pytest.raises(InvalidArgumentError, match=r"record 0 \(x\) expires at"):
+        await JsonFileStore(name="m", path=out).import_records([expiring])
+    assert len(await JsonFileStore(name="m", path=out).list()) == 2
+
+
 async def test_identical_versions_are_copied_all_and_once(tmp_path: Path) -> None:
     source = SQLiteStore(tmp_path / "a.db")
     same = MemoryVersion("Old", None, CREATED, "update", None, "m1")
@@ -252,7 +282,9 @@ async def test_import_versions_checks_every_version_first(
     await store.aclose()
 
 
-@pytest.mark.parametrize("options", [{"batch": None}, {"batch": 0}, {"flatten": "yes"}])
+@pytest.mark.parametrize(
+    "options", [{"batch": None}, {"batch": 0}, {"flatten": "yes"}, {"drop_expiry": 1}]
+)
 async def test_migrate_refuses_bad_options(tmp_path: Path, options: dict[str, Any]) -> None:
     store = SQLiteStore(tmp_path / "m.db")
     await store.add("one memory")

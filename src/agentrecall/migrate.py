@@ -124,6 +124,7 @@ async def migrate(
     progress: Progress | None = None,
     flatten: bool = False,
     drop_history: bool = False,
+    drop_expiry: bool = False,
 ) -> MigrationResult:
     """Copy every memory of ``source`` into ``destination``, oldest first, ``batch`` at a time.
 
@@ -132,12 +133,12 @@ async def migrate(
     with its time, change and reason. Between two SQLite stores the copy is exact: the same
     memories in every scope, in the same order, and the same history of every id.
 
-    A destination that keeps no scopes (a JSON file) is refused a source with scoped memories
-    unless ``flatten``; one that keeps no history is refused a source with history unless
-    ``drop_history``. Both are found out before anything is written (for scopes, by reading
-    the source once more). A JSON file keeps no expiry and no ``updated_at`` either: memories
-    that would expire are copied into one to be kept for good, and their update times are
-    not kept.
+    Nothing is lost silently. A destination that keeps no scopes (a JSON file) is refused a
+    source with scoped memories unless ``flatten``; one that keeps no history is refused a
+    source with history unless ``drop_history``; one that keeps no expiry is refused a source
+    with memories that expire unless ``drop_expiry`` (they would be kept for good). All are
+    found out before anything is written (for scopes and expiry, by reading the source once
+    more). Only ``updated_at`` has no place in a JSON file and is not kept there.
 
     Each batch is one ``import_records`` (or ``import_versions``) call, so one write of the
     destination: a failure keeps the batches already copied, and running the migration again
@@ -158,6 +159,7 @@ async def migrate(
         flatten: copy every memory (and version) unscoped, into the destination's own scope.
             Equal texts of different scopes then dedup to one memory.
         drop_history: copy the memories without their history.
+        drop_expiry: copy the memories without their expiry, to be kept for good.
 
     Raises:
         InvalidArgumentError: ``batch`` is not an integer of at least 1, a flag is not a bool,
@@ -166,18 +168,19 @@ async def migrate(
         StorageError: the source kept losing memories through :data:`MAX_PASSES` passes.
         AgentRecallError: either store failed (a file that cannot be read or written).
     """
-    _check_options(batch, flatten, drop_history)
-    with_history = await _plan(source, destination, batch, flatten, drop_history)
+    _check_options(batch, flatten, drop_history, drop_expiry)
+    with_history = await _plan(source, destination, batch, flatten, drop_history, drop_expiry)
     total = await source.count()
     if progress is not None:
         progress(0, total)
     report = None if progress is None else lambda done: progress(done, total)
-    copied, skipped, shifted = await _copy_pass(source, destination, batch, flatten, report)
+    options = (batch, flatten, drop_expiry)
+    copied, skipped, shifted = await _copy_pass(source, destination, *options, report)
     for _ in range(MAX_PASSES - 1):
         if not shifted:
             break
         # Memories already copied are skipped by id; not counted, they were counted once.
-        more, _, shifted = await _copy_pass(source, destination, batch, flatten, None)
+        more, _, shifted = await _copy_pass(source, destination, *options, None)
         copied += more
     if shifted:
         raise StorageError(
@@ -195,10 +198,12 @@ async def _copy_pass(
     destination: RecordSink,
     batch: int,
     flatten: bool,
+    drop_expiry: bool,
     report: Callable[[int], None] | None,
 ) -> tuple[int, int, bool]:
     """Copy the source's memories page by page; return (copied, skipped, shifted).
 
+    ``flatten`` and ``drop_expiry`` are as :func:`migrate` takes them.
     Pages are read by offset, so a memory that leaves the source meanwhile (deleted, or
     expired) moves every later one a place back, and one would be missed. Each page is
     therefore read together with the last memory of the page before: ``shifted`` says that
@@ -219,6 +224,8 @@ async def _copy_pass(
                 shifted = True
         if not records:
             break
+        if drop_expiry:
+            records = [dataclasses.replace(record, expires_at=None) for record in records]
         copied += await destination.import_records(_unscoped(records) if flatten else records)
         done += len(records)
         if report is not None:
@@ -229,11 +236,11 @@ async def _copy_pass(
     return copied, done - copied, shifted
 
 
-def _check_options(batch: int, flatten: bool, drop_history: bool) -> None:
+def _check_options(batch: int, *flags: bool) -> None:
     if batch is None:  # check_limit lets None through, meaning "no limit"
         raise InvalidArgumentError("batch must be an integer of at least 1, got None")
     check_limit(batch, "batch")
-    for flag, value in (("flatten", flatten), ("drop_history", drop_history)):
+    for flag, value in zip(("flatten", "drop_history", "drop_expiry"), flags, strict=True):
         if not isinstance(value, bool):
             raise InvalidArgumentError(f"{flag} must be True or False, got {value!r}")
 
@@ -251,20 +258,29 @@ async def _copy_history(
 
 
 async def _plan(
-    source: RecordSource, destination: RecordSink, batch: int, flatten: bool, drop_history: bool
+    source: RecordSource,
+    destination: RecordSink,
+    batch: int,
+    flatten: bool,
+    drop_history: bool,
+    drop_expiry: bool,
 ) -> bool:
-    """Return whether to copy history; refuse a copy that would lose scopes or history."""
+    """Return whether to copy history; refuse a copy that would lose scopes, expiry or history."""
     has, takes = _capabilities(source), _capabilities(destination)
-    if Capability.SCOPE in has and Capability.SCOPE not in takes and not flatten:
-        scoped = await _first_scoped(source, batch)
-        if scoped is not None:
-            raise InvalidArgumentError(
-                f"the source holds scoped memories (memory {scoped.id} belongs to "
-                f"{_scope_label(scoped)}) and the destination keeps no scopes: copied, they "
-                "would become one unscoped pile, equal texts of different scopes merged; "
-                "migrate into an SQLite store, or pass flatten=True (agentrecall migrate "
-                "--flatten) to copy them unscoped all the same"
-            )
+    scopes = Capability.SCOPE in has and Capability.SCOPE not in takes and not flatten
+    expiry = Capability.EXPIRY in has and Capability.EXPIRY not in takes and not drop_expiry
+    if scopes or expiry:
+        # One reading of the source finds the first memory that would lose either.
+        lossy = await _first_of(
+            source,
+            batch,
+            lambda record: (
+                (scopes and bool(_scope_label(record)))
+                or (expiry and record.expires_at is not None)
+            ),
+        )
+        if lossy is not None:
+            raise InvalidArgumentError(_loss(lossy, scopes))
     if Capability.HISTORY not in has or drop_history:
         return False
     if Capability.HISTORY in takes:
@@ -280,13 +296,33 @@ async def _plan(
     return False
 
 
-async def _first_scoped(source: RecordSource, batch: int) -> MemoryRecord | None:
-    """Return the first memory of ``source`` that belongs to a scope, or ``None``."""
+def _loss(record: MemoryRecord, scopes: bool) -> str:
+    """Say what copying ``record`` would lose: its scope (when checked and held), else expiry."""
+    if scopes and _scope_label(record):
+        return (
+            f"the source holds scoped memories (memory {record.id} belongs to "
+            f"{_scope_label(record)}) and the destination keeps no scopes: copied, they "
+            "would become one unscoped pile, equal texts of different scopes merged; "
+            "migrate into an SQLite store, or pass flatten=True (agentrecall migrate "
+            "--flatten) to copy them unscoped all the same"
+        )
+    return (
+        f"the source holds memories that expire (memory {record.id} expires at "
+        f"{record.expires_at}) and the destination keeps no expiry: copied, they would be "
+        "kept for good; migrate into an SQLite store, or pass drop_expiry=True (agentrecall "
+        "migrate --drop-expiry) to copy them without their expiry all the same"
+    )
+
+
+async def _first_of(
+    source: RecordSource, batch: int, wanted: Callable[[MemoryRecord], bool]
+) -> MemoryRecord | None:
+    """Return the first memory of ``source`` that is ``wanted``, or ``None``."""
     done = 0
     while True:
         records = await source.list(offset=done, limit=batch)
         for record in records:
-            if _scope_label(record):
+            if wanted(record):
                 return record
         if len(records) < batch:
             return None
@@ -361,6 +397,7 @@ async def migrate_files(
     progress: Progress | None = None,
     flatten: bool = False,
     drop_history: bool = False,
+    drop_expiry: bool = False,
 ) -> MigrationResult:
     """Copy the store in file ``source`` into the store in file ``destination``.
 
@@ -368,8 +405,8 @@ async def migrate_files(
     those of :func:`open_store` and :func:`migrate`, plus an ``InvalidArgumentError`` when
     both name the same file. What a failure (or an interrupt, such as Ctrl-C) leaves:
 
-    * nothing is written when the source cannot be read, or when the copy would lose scopes
-      or history;
+    * nothing is written when the source cannot be read, or when the copy would lose scopes,
+      expiry or history;
     * a destination that did not exist appears only complete: the copy is written to a hidden
       temporary file beside it and renamed into place at the end, and on failure the
       temporary file is removed, so no destination is left behind;
@@ -386,7 +423,7 @@ async def migrate_files(
     ):
         raise InvalidArgumentError(f"source and destination are the same store: '{source}'")
     options: dict[str, Any] = {"batch": batch, "progress": progress}
-    options.update(flatten=flatten, drop_history=drop_history)
+    options.update(flatten=flatten, drop_history=drop_history, drop_expiry=drop_expiry)
     reader = open_store(source, must_exist=True)
     try:
         kind = store_kind(destination)

@@ -17,7 +17,7 @@ from agentrecall.migrate import MigrationResult, is_postgres_url, migrate_files,
 
 
 def migrate_to(
-    source: str, destination: str, *, flatten: bool, drop_history: bool
+    source: str, destination: str, *, flatten: bool, drop_history: bool, drop_expiry: bool
 ) -> MigrationResult:
     """Copy the store file ``source`` into ``destination``, created (not its directory) if missing.
 
@@ -31,7 +31,7 @@ def migrate_to(
     size = 1 if is_postgres_url(destination) else opening.creatable(destination)
     if store_kind(destination) == "sqlite":
         opening.note_if_empty(destination, size)
-    options = {"flatten": flatten, "drop_history": drop_history}
+    options = {"flatten": flatten, "drop_history": drop_history, "drop_expiry": drop_expiry}
     try:
         with terminal_bar() as bar:
             return asyncio.run(migrate_files(source, destination, progress=bar, **options))

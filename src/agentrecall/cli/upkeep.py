@@ -59,6 +59,11 @@ def register_file_commands(commands: Any, parents: Parents) -> None:
     migrate.add_argument(
         "--drop-history", action="store_true", help="copy no history (into a JSON file)"
     )
+    migrate.add_argument(
+        "--drop-expiry",
+        action="store_true",
+        help="copy memories that expire without their expiry, kept for good (into a JSON file)",
+    )
     migrate.set_defaults(storeless=_migrate, verb="migrate")
 
 
@@ -162,7 +167,11 @@ def _migrate(args: argparse.Namespace) -> int:
     from agentrecall.cli.migrating import migrate_to
 
     result = migrate_to(
-        args.source, args.destination, flatten=args.flatten, drop_history=args.drop_history
+        args.source,
+        args.destination,
+        flatten=args.flatten,
+        drop_history=args.drop_history,
+        drop_expiry=args.drop_expiry,
     )
     source, destination = _shown_store(args.source), _shown_store(args.destination)
     data: dict[str, object] = {"source": source, "destination": destination}

@@ -231,15 +231,15 @@ class JsonFileStore:
         One file write: every record is checked first, so a bad record stores nothing. A record
         is skipped, and not counted, when its id is already in the file or earlier in the batch,
         or when its stripped content equals a stored memory's or an earlier record's.
-        ``created_at`` may be any string, as the file format allows; ``updated_at`` and
-        ``expires_at`` have no place in the format and are dropped. Scopes have no place in it
-        either, and are never dropped silently: a record with a ``user_id``, ``agent_id`` or
-        ``session_id`` is refused (clear them to store it unscoped).
+        ``created_at`` may be any string, as the file format allows; ``updated_at`` has no
+        place in the format and is dropped. Scopes and expiry have no place in it either, and
+        are never dropped silently: a record with a ``user_id``, ``agent_id``, ``session_id``
+        or ``expires_at`` is refused (clear them to store it unscoped, or for good).
 
         Raises:
             InvalidArgumentError: the store is not writable; or a record has blank content, a
                 blank id, a ``created_at`` that is not a string, metadata that is not a JSON
-                object, or a scope (the message gives the record's index).
+                object, a scope or an expiry (the message gives the record's index).
             InvalidFileError: the file exists but cannot be parsed (it is left unchanged).
             StorageError: the file cannot be read or written.
         """
@@ -489,6 +489,12 @@ def _checked_record(index: int, record: MemoryRecord) -> MemoryRecord:
         raise InvalidArgumentError(
             f"{where} belongs to a scope ({held}), which a JSON memory file cannot hold; "
             "clear its user_id, agent_id and session_id to store it unscoped"
+        )
+    if record.expires_at is not None:
+        # Stored without it, a memory meant to be forgotten would be kept for good.
+        raise InvalidArgumentError(
+            f"{where} expires at {record.expires_at!r}, which a JSON memory file cannot hold; "
+            "keep it in an SQLite store, or clear its expires_at to keep it for good"
         )
     return record
 
