@@ -237,7 +237,8 @@ class SQLiteStore(StoreFront):
         vectors = self._search_settings.require_vectors("reindex", f"store '{self.name}'")
         check_batch(batch)
         embedding = vectors.embedding
-        total = await self._offload(reindex.start, self._db, embedding.model)
+        # In the worker: the model's dimension may take a request to the embedder to learn.
+        total = await self._offload(lambda: reindex.start(self._db, embedding.model))
         done = added = after = 0
         if progress is not None:
             progress(0, total)
