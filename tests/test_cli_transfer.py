@@ -470,9 +470,9 @@ def test_a_tapered_import_starts_and_ends_with_small_batches(tmp_path: Path) -> 
     )
     assert asyncio.run(_batches(data, tmp_path / "a.db", batch=4_000)) == [4_000] * 7 + [2_000]
     # Up to three times the one before, and at most half of what remains, from TAPER_BATCH.
-    sizes = asyncio.run(_batches(data, tmp_path / "b.db", staged=True))
+    sizes = asyncio.run(_batches(data, tmp_path / "b.db", taper=True))
     assert TAPER_BATCH == 5_000 and sizes == [5_000, 12_500, 6_250, 5_000, 1_250]
-    sizes = asyncio.run(_batches(data, tmp_path / "c.db", batch=4_000, staged=True))
+    sizes = asyncio.run(_batches(data, tmp_path / "c.db", batch=4_000, taper=True))
     assert sizes == [4_000] * 7 + [2_000]  # never beyond the batch, nor below it when smaller
     assert seen(tmp_path / "b.db") == seen(tmp_path / "a.db")
 

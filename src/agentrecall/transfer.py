@@ -19,7 +19,6 @@ from typing import Any, BinaryIO
 
 from agentrecall._internal.binding import wait_for_binding
 from agentrecall._internal.clock import utc_timestamp
-from agentrecall._internal.seen import SeenStrings
 from agentrecall._internal.switching import short_turns
 from agentrecall._internal.text import plural
 from agentrecall.errors import InvalidArgumentError, InvalidFileError
@@ -54,7 +53,7 @@ Large enough that the commits do not slow a bulk import into SQLite (at 5,000 a 
 runs at about two thirds of the speed)."""
 
 TAPER_BATCH = 5_000
-"""The smallest batch of a tapered import (``staged``): its first, and its last ones."""
+"""The smallest batch of a tapered import (``taper``): its first, and its last ones."""
 
 EXPORT_BATCH = 10_000
 """Memories (or versions) an export holds at a time."""
@@ -170,7 +169,7 @@ async def import_stream(
     skip_existing: bool = False,
     progress: Progress | None = None,
     batch: int = DEFAULT_BATCH,
-    staged: bool = False,
+    taper: bool = False,
 ) -> ImportResult:
     """Import an export, or a Strands memory file, from ``stream`` into ``store``.
 
@@ -183,14 +182,11 @@ async def import_stream(
     reported (``done`` items are the lines 2 to ``done + 1``).
 
     The next batch is read while the store writes one, so the first batch's reading and
-    the last one's writing are what nothing overlaps. ``staged`` says that the store is a
-    new, empty one that nothing else reads or writes until the import ends (a new file
-    published whole at the end, as the command line imports into a new file). Its batches
-    are then tapered: the memory batches start at :data:`TAPER_BATCH` lines, each up to
-    three times the one before, to at most ``batch``, and near the end of the memories the
-    header announces each takes half of what remains (at least :data:`TAPER_BATCH`). And an
-    id is looked up in the store only if an earlier line may have held it, since no other
-    memory can (:class:`~agentrecall._internal.seen.SeenStrings`).
+    the last one's writing are what nothing overlaps. With ``taper``, for a store whose
+    batches nobody sees (a new file published whole at the end), the memory batches start
+    at :data:`TAPER_BATCH` lines, each up to three times the one before, to at most
+    ``batch``, and near the end of the memories the header announces each takes half of
+    what remains (at least :data:`TAPER_BATCH`).
 
     A memory whose id the store (or an earlier line) already holds is refused, naming the
     id and line, unless ``skip_existing``, which leaves it out and counts it.
@@ -225,7 +221,7 @@ async def import_stream(
             "keeps none; import it into an SQLite or PostgreSQL store (--db, --store or --dsn)"
         )
     loader.total = header.memories + header.versions
-    await _load_lines(loader, _LineReader(stream, where, header, batch, staged))
+    await _load_lines(loader, _LineReader(stream, where, header, batch, taper))
     return loader.result("export")
 
 
@@ -253,10 +249,7 @@ async def _load_lines(loader: _Loader, reader: _LineReader) -> None:
         batch = await asyncio.to_thread(reader.next)
         while batch is not None:
             kind, items = batch
-            if kind == "memory":
-                write = loader.memories(items, reader.candidates())
-            else:
-                write = loader.versions(items)
+            write = loader.memories(items) if kind == "memory" else loader.versions(items)
             outcomes: list[Any] = await asyncio.gather(
                 write, asyncio.to_thread(reader.next), return_exceptions=True
             )
@@ -270,21 +263,18 @@ class _LineReader:
     """Reads an export after its header, a batch of one kind of line at a time.
 
     Checks what the header promises: memories first, then versions, as many of each as it
-    announces, no more and no fewer. For a ``staged`` import (see :func:`import_stream`),
-    it also tells which ids of a batch an earlier line may have held (:meth:`candidates`).
+    announces, no more and no fewer.
     """
 
     def __init__(
-        self, stream: BinaryIO, where: str, header: Header, batch: int, staged: bool
+        self, stream: BinaryIO, where: str, header: Header, batch: int, taper: bool
     ) -> None:
         self._lines = enumerate(stream, 2)
         self._where = where
         self._header = header
         self._batch = batch
-        self._staged = staged
-        self._size = min(batch, TAPER_BATCH) if staged else batch
-        self._seen = SeenStrings(header.memories) if staged else None
-        self._candidates: list[str] = []
+        self._taper = taper
+        self._size = min(batch, TAPER_BATCH) if taper else batch
         self._held: tuple[int, Any] | None = None
         self._memories = self._versions = 0
         self._last = 1
@@ -298,7 +288,6 @@ class _LineReader:
         """
         versions: list[Any] = [self._held] if self._held is not None else []
         self._held = None
-        self._candidates = []
         memories: list[Any] = []
         size = self._next_size()
         while len(memories) < size and len(versions) < self._batch:
@@ -318,17 +307,9 @@ class _LineReader:
             return "memory", memories
         return ("version", versions) if versions else None
 
-    def candidates(self) -> list[str] | None:
-        """The ids of the last batch that may be taken, or ``None``: any of them may be.
-
-        In a staged import, only an earlier line can hold an id the store holds, so those
-        are the ids that an earlier line (or one before in the batch) may have held.
-        """
-        return None if self._seen is None else self._candidates
-
     def _next_size(self) -> int:
-        """The most memories in the next batch (see ``staged`` in :func:`import_stream`)."""
-        if not self._staged:
+        """The most memories in the next batch (see ``taper`` in :func:`import_stream`)."""
+        if not self._taper:
             return self._batch
         size = self._size
         self._size = min(3 * size, self._batch)
@@ -345,8 +326,6 @@ class _LineReader:
             item = parse_line(line, self._where, number)
             if isinstance(item, MemoryRecord):
                 self._memories += 1
-                if self._seen is not None and self._seen.add(item.id):
-                    self._candidates.append(item.id)
             else:
                 self._versions += 1
             if self._memories > header.memories or self._versions > header.versions:
@@ -391,13 +370,10 @@ class _Loader:
         # A store that looks ids up in one query; another is asked a memory at a time.
         self._taken_lookup = hasattr(store, "existing_ids")
 
-    async def memories(
-        self, items: Sequence[tuple[int, MemoryRecord]], candidates: list[str] | None = None
-    ) -> None:
-        """Store the items but those whose id is taken; only ``candidates`` may be, if given."""
+    async def memories(self, items: Sequence[tuple[int, MemoryRecord]]) -> None:
         if not items:
             return
-        fresh = await self._without_taken(items, candidates)
+        fresh = await self._without_taken(items)
         self.stored += await self._call(self.store.import_records, fresh)
         self.memory_lines += len(items)
         self._advance(len(items))
@@ -418,11 +394,11 @@ class _Loader:
             self.progress(self.done, max(self.total, self.done))
 
     async def _without_taken(
-        self, items: Sequence[tuple[int, MemoryRecord]], candidates: list[str] | None
+        self, items: Sequence[tuple[int, MemoryRecord]]
     ) -> list[tuple[int, MemoryRecord]]:
         """Return the items whose id neither the store nor an earlier item holds."""
         ids = [record.id for _, record in items if isinstance(record.id, str)]
-        taken = await self._taken(ids if candidates is None else candidates)
+        taken = await self._taken(ids)
         if not taken and len(set(ids)) == len(items):
             return list(items)  # the common batch: every id new, and none twice
         fresh = []

@@ -162,7 +162,7 @@ async def _imported(
     try:
         if isinstance(store, SQLiteStore) and fresh:
             # Published whole at the end, so how its batches are cut is not seen.
-            options["staged"] = True
+            options["taper"] = True
             async with staged_sqlite(store.path) as staged:
                 await staged.setup()  # an import of no memories still makes the (empty) store
                 return await import_stream(stream, where, opening.scoped(staged, args), **options)
