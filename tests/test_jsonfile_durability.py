@@ -571,9 +571,9 @@ def test_unwritable_directory_refuses_writes_and_keeps_the_file(
     assert sorted(p.name for p in unwritable_dir.iterdir()) == listing  # no temp file left
 
 
-# Warms up as root like UNWRITABLE, then, as 'nobody', tries to change a file that is
-# read-only for it in a directory it may write (where a rename would replace the file).
-READ_ONLY_FILE = """
+# The start of a child script: warms up the code paths as root (with the file at argv[2]),
+# then runs on as 'nobody' (uid argv[3]); the file the test is about is at argv[1].
+AS_NOBODY = """
 import json, os, sys
 from agentrecall import JsonFileStore, SyncStore
 from agentrecall.errors import StorageError
@@ -585,7 +585,13 @@ if os.getuid() == 0:
     os.setgroups([])
     os.setgid(nobody)
     os.setuid(nobody)
-result = {"uid": os.getuid()}
+"""
+
+# Warms up as root like UNWRITABLE, then, as 'nobody', tries to change a file that is
+# read-only for it in a directory it may write (where a rename would replace the file).
+READ_ONLY_FILE = (
+    AS_NOBODY
+    + """result = {"uid": os.getuid()}
 with SyncStore(JsonFileStore(name="ro", path=path)) as store:
     result["hits"] = [hit.content for hit in store.search("readonly")]
     for name, call in (("add", lambda: store.add("must never be written")),
@@ -597,6 +603,7 @@ with SyncStore(JsonFileStore(name="ro", path=path)) as store:
             result[name] = str(error)
 print(json.dumps(result))
 """
+)
 
 
 def test_a_read_only_file_is_refused_not_replaced(unwritable_dir: Path, tmp_path: Path) -> None:
@@ -623,25 +630,16 @@ def test_a_read_only_file_is_refused_not_replaced(unwritable_dir: Path, tmp_path
 
 
 # Warms up as root like UNWRITABLE, then adds as 'nobody', the owner of the file.
-OWNER_ADDS = """
-import json, os, sys
-from agentrecall import JsonFileStore, SyncStore
-from agentrecall.errors import StorageError
-
-path, scratch, nobody = sys.argv[1], sys.argv[2], int(sys.argv[3])
-with SyncStore(JsonFileStore(name="warm", path=scratch)) as warm:
-    warm.delete(warm.add("warm up the code paths").id)
-if os.getuid() == 0:
-    os.setgroups([])
-    os.setgid(nobody)
-    os.setuid(nobody)
-with SyncStore(JsonFileStore(name="theirs", path=path)) as store:
+OWNER_ADDS = (
+    AS_NOBODY
+    + """with SyncStore(JsonFileStore(name="theirs", path=path)) as store:
     try:
         store.add("added by the owner")
         print(json.dumps({"uid": os.getuid(), "error": None}))
     except StorageError as error:
         print(json.dumps({"uid": os.getuid(), "error": str(error)}))
 """
+)
 
 
 def test_a_write_by_root_leaves_the_file_and_its_lock_to_the_owner(
