@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from memory_doubles import CountingJsonStore
 
 from agentrecall.errors import AggregateMemoryError, InvalidArgumentError
 from agentrecall.extraction import (
@@ -29,6 +30,7 @@ from agentrecall.extraction import (
     resolve_extraction,
 )
 from agentrecall.extraction.config import DEFAULT_TRIGGER
+from agentrecall.extraction.coordinator import EXTRACT_CHARS
 from agentrecall.stores import JsonFileStore
 from agentrecall.testing import ScriptedChatModel
 
@@ -738,3 +740,72 @@ def test_filter_refuses_unknown_kinds() -> None:
         MessageFilter(["toolUses"])
     with pytest.raises(InvalidArgumentError, match="collection"):
         MessageFilter("text")
+
+
+async def test_extracted_entries_go_to_a_store_in_one_batch(tmp_path: Any) -> None:
+    # One add_many: for a JSON file store, one durable rewrite of the file, not one per fact.
+    store = CountingJsonStore(name="facts", path=tmp_path / "facts.json")
+    facts = [ExtractionResult(f"fact {n}", {"n": n}) for n in range(5)]
+    store.extraction = ExtractionConfig(InvocationTrigger(), extractor=ScriptedExtractor(facts))
+    c = coordinator(store)
+    await turn(c, user("a"))
+    assert (store.add_many_calls, store.add_calls) == (1, 0)
+    listed = await store.list()
+    assert [(m.content, m.metadata) for m in listed] == [(f"fact {n}", {"n": n}) for n in range(5)]
+
+
+async def test_a_batch_the_store_refuses_is_added_entry_by_entry(
+    tmp_path: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # One entry the store refuses (metadata JSON cannot hold) sinks the batch call, not the
+    # other entries; the save still counts as failed, and is retried.
+    store = CountingJsonStore(name="facts", path=tmp_path / "facts.json")
+    facts = [ExtractionResult("kept"), ExtractionResult("refused", {"x": float("nan")})]
+    store.extraction = ExtractionConfig(InvocationTrigger(), extractor=ScriptedExtractor(facts))
+    c = coordinator(store)
+    with caplog.at_level(logging.WARNING, logger="agentrecall.extraction.coordinator"):
+        await turn(c, user("a"))
+    assert store.add_calls == 2  # after the one batch call failed
+    assert [m.content for m in await store.list()] == ["kept"]
+    (record,) = caplog.records
+    assert "failed to write 1 of 2 extracted entries" in str(record.exc_info[1])  # type: ignore[index]
+
+
+class _PartsExtractor:
+    """Extracts one fact per message, its first word; fails a call holding ``boom`` once."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+        self.failed = False
+
+    async def extract(
+        self, messages: Sequence[Any], context: ExtractorContext | None = None
+    ) -> list[ExtractionResult]:
+        texts = [_text(m) for m in messages]
+        self.calls.append([text.split()[0] for text in texts])
+        if not self.failed and any("boom" in text for text in texts):
+            self.failed = True
+            raise ConnectionError("the model is down")
+        return [ExtractionResult(f"fact from {text.split()[0]}") for text in texts]
+
+
+async def test_a_large_backlog_goes_to_the_extractor_in_parts_each_saved_on_its_own(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Five messages of 10,000 characters: one call would read 50,000, past EXTRACT_CHARS.
+    assert EXTRACT_CHARS == 24_000
+    store = AddStore()
+    extractor = _PartsExtractor()
+    store.extraction = ExtractionConfig(InvocationTrigger(), extractor=extractor)
+    c = coordinator(store)
+    words = ["m0", "m1", "m2 boom", "m3", "m4"]
+    with caplog.at_level(logging.WARNING, logger="agentrecall.extraction.coordinator"):
+        await turn(c, *(user(word + " " + "x" * (10_000 - len(word) - 1)) for word in words))
+    # Parts of two, two and one message, oldest first; the second failed.
+    assert extractor.calls == [["m0", "m1"], ["m2", "m3"]]
+    assert [content for content, _ in store.added] == ["fact from m0", "fact from m1"]
+    (record,) = caplog.records
+    assert "saving 3 message(s)" in record.getMessage()
+    await turn(c)  # the retry takes only what was not saved
+    assert extractor.calls[2:] == [["m2", "m3"], ["m4"]]
+    assert [content for content, _ in store.added][2:] == [f"fact from m{n}" for n in (2, 3, 4)]

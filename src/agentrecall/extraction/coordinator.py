@@ -20,8 +20,9 @@ from typing import Any
 from agentrecall.errors import AggregateMemoryError, InvalidArgumentError
 from agentrecall.extraction.config import ResolvedExtraction
 from agentrecall.extraction.types import AddMessagesContext, ExtractorContext
-from agentrecall.messages import Message, check_message
+from agentrecall.messages import Message, check_message, content_size
 from agentrecall.models.base import ChatModel
+from agentrecall.stores.batches import add_batch
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +31,13 @@ BACKOFF_AFTER = 10
 
 PROBE_EVERY = 3
 """While backed off, only every this-many-th save request is attempted."""
+
+EXTRACT_CHARS = 24_000
+"""The most message text (UTF-16 code units) one extractor call reads: about 6,000 tokens.
+
+A backlog larger than that (after an outage, or a long run between triggers) goes to the
+extractor in parts, oldest first, each saved on its own: one call for all of it could pass
+the model's context window and fail at every retry."""
 
 Batch = list[tuple[int, dict[str, Any]]]
 
@@ -56,10 +64,12 @@ class ExtractionCoordinator:
 
     * **Every recorded message reaches every store at least once**, unless the program ends
       before a save succeeds (call :meth:`flush` at the end). A save cancelled midway (its
-      event loop ended, as each ``asyncio.run`` does) leaves its messages to the next save. A
-      failed save is retried as a whole at the next request, so with an extractor the model
-      runs again and entries already added may be added again (stores dedup identical
-      content).
+      event loop ended, as each ``asyncio.run`` does) leaves what it had not saved to the next
+      save. With an extractor, a backlog of more than :data:`EXTRACT_CHARS` of text is
+      extracted in parts, oldest first, each saved on its own; a failed save (or part) is
+      retried from the first message it had not saved at the next request, so the model runs
+      again on that part and entries already added from it may be added again (stores dedup
+      identical content).
     * **Saves for one store run one at a time, in order**; different stores never wait for
       each other, and a failing store does not hold back a healthy one.
     * **The agent loop never sees an extraction error**: failures are logged (a warning,
@@ -71,7 +81,9 @@ class ExtractionCoordinator:
       sent again.
 
     A save takes the store's unsaved messages, applies its filter to copies, and writes the
-    survivors: through the extractor and ``store.add`` (all entries concurrently), or, without
+    survivors: through the extractor (a part at a time) and the store's ``add_many`` (one
+    write for each part's entries;
+    ``add`` per entry for a store without it, or after a failed batch), or, without
     an extractor, in one ``store.add_messages(messages, AddMessagesContext(...))`` call. A
     batch the filter empties writes nothing and counts as saved. Messages every store has
     saved leave the buffer.
@@ -201,20 +213,26 @@ class ExtractionCoordinator:
         ]
         if not pending:
             return
-        before, state.mark = state.mark, pending[-1][0]
+        done = state.mark  # the newest message saved, as each part of the batch is
+        state.mark = pending[-1][0]
         try:
             batch = _filtered(state, pending)
-            if batch:
-                await self._write(state, batch)
+            parts = _parts(batch) if state.extraction.extractor is not None else [batch]
+            for part in parts:
+                if part:
+                    await self._write(state, part)
+                    done = part[-1][0]
         except Exception as error:
-            state.mark = before
+            state.mark = state.saved = max(done, state.saved)
             state.failures += 1
-            _log_failure(state, len(pending), error)
+            _log_failure(state, sum(1 for n, _ in pending if n > done), error)
+            self._trim()
             return
         except BaseException:
-            # Cancelled (its event loop ended, say): not a failure, but nothing is saved either,
-            # so the next save takes these messages again.
-            state.mark = before
+            # Cancelled (its event loop ended, say): not a failure, but what was not saved
+            # yet is not either, so the next save takes those messages again.
+            state.mark = state.saved = max(done, state.saved)
+            self._trim()
             raise
         state.saved = state.mark
         if batch:
@@ -231,14 +249,8 @@ class ExtractionCoordinator:
             )
             return
         entries = await extractor.extract(messages, self._context)
-        outcomes = await asyncio.gather(
-            *(state.store.add(entry.content, entry.metadata) for entry in entries),
-            return_exceptions=True,
-        )
-        errors = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
-        for error in errors:
-            if not isinstance(error, Exception):
-                raise error  # cancellation and exits are not write failures
+        items = [(entry.content, entry.metadata) for entry in entries]
+        errors = [error for error in await add_batch(state.store, items) if error is not None]
         if errors:
             raise AggregateMemoryError(
                 f"failed to write {len(errors)} of {len(entries)} extracted entries", errors
@@ -257,6 +269,23 @@ def _filtered(state: _StoreState, pending: Sequence[tuple[int, dict[str, Any]]])
         for sequence, message in pending
         if (kept := message_filter.apply(message)) is not None
     ]
+
+
+def _parts(batch: Batch) -> list[Batch]:
+    """Cut ``batch`` into parts of at most :data:`EXTRACT_CHARS` of text, in order.
+
+    A message larger than that alone is a part of its own.
+    """
+    parts: list[Batch] = [[]]
+    size = 0
+    for item in batch:
+        length = content_size(item[1])
+        if parts[-1] and size + length > EXTRACT_CHARS:
+            parts.append([])
+            size = 0
+        parts[-1].append(item)
+        size += length
+    return parts
 
 
 def _snapshot(message: Message) -> dict[str, Any]:

@@ -42,10 +42,11 @@ from agentrecall.memory.tools import (
     forget_memory_tool,
     search_memory_tool,
 )
-from agentrecall.memory.writes import add_to_store, forget_in_store, leaves, settle
+from agentrecall.memory.writes import forget_in_store, leaves
 from agentrecall.messages import Message
 from agentrecall.models.base import ChatModel
 from agentrecall.stores.base import MemoryStore
+from agentrecall.stores.batches import add_batch, settle
 from agentrecall.types import JsonObject, MemoryEntry
 
 __all__ = ["DEFAULT_MAX_SEARCH_RESULTS", "MemoryManager"]
@@ -297,7 +298,8 @@ class MemoryManager:
         if not batch:
             return
         await self.initialize()
-        per_store = await asyncio.gather(*(add_to_store(s, batch, metadata) for s in targets))
+        items = [(content, metadata) for content in batch]
+        per_store = await asyncio.gather(*(add_batch(store, items) for store in targets))
         causes = [
             [leaf for errors in per_store for leaf in leaves(errors[i])] for i in range(len(batch))
         ]
