@@ -145,6 +145,24 @@ def main() -> None:
     ):
         print(f"\n== {title} ==")
         subprocess.run([sys.executable, __file__, phase], check=True)
+    print("\nThe memories stay in the file; ask them from the command line:")
+    print(f"  {command_line()} --db {shown(FACTS_FILE)} search 'What instrument does Mia play?'")
+
+
+def command_line() -> str:
+    """The ``agentrecall`` command of the Python running the demo, as short as it can be said."""
+    script = Path(sys.executable).with_name("agentrecall")
+    if script.exists():
+        return shown(script)
+    return f"{shown(Path(sys.executable))} -m agentrecall"
+
+
+def shown(path: Path) -> str:
+    """``path`` relative to the working directory when it lies inside it, else as it is."""
+    try:
+        return str(path.absolute().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
 import sqlite3
 import subprocess
@@ -81,4 +82,21 @@ def test_each_process_reports_what_it_did(demo: tuple[str, Path]) -> None:
     assert agent.startswith("Process 3")
     assert '<entry source="demo">The user prefers aisle seats on long flights.</entry>' in agent
     assert "extracted and stored: The user is flying from Lisbon to Porto on Friday." in agent
-    assert agent.endswith("7 memories in memory.db now")
+    assert "7 memories in memory.db now" in agent
+
+
+def test_the_command_it_prints_at_the_end_finds_the_answer(demo: tuple[str, Path]) -> None:
+    out, directory = demo
+    last = out.rstrip("\n").rsplit("\n", 1)[1]
+    assert "--db .demo/memory.db search" in last  # relative to where `make demo` runs
+    done = subprocess.run(
+        shlex.split(last),
+        cwd=directory.parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    # The table cuts content to the width in COLUMNS, which a test runner may set.
+    assert done.stdout.startswith("1. [") and "daughter Mia" in done.stdout.splitlines()[0]

@@ -153,6 +153,57 @@ def test_python_block_runs(index: int, tmp_path: Path, request: pytest.FixtureRe
     check(run_python(block, tmp_path, **variables), tmp_path / "home")
 
 
+# Blocks with top-level ``await`` that need no server, as the README says to paste them.
+REPL_BLOCKS = [
+    block
+    for block in STANDALONE
+    if re.search(r"^(async with|await) ", block, flags=re.MULTILINE) and "DATABASE_URL" not in block
+]
+
+
+@pytest.mark.parametrize("index", range(len(REPL_BLOCKS)))
+def test_await_block_runs_pasted_into_the_asyncio_repl(index: int, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "asyncio"],
+        input="\n" + REPL_BLOCKS[index] + "\n",  # an empty line ends the last statement
+        cwd=tmp_path,
+        env={**os.environ, "AGENTRECALL_HOME": str(tmp_path / "home")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    # The REPL reports a failed statement on stderr and goes on, exiting 0 all the same.
+    assert done.returncode == 0 and "Error" not in done.stderr, done.stderr
+    assert "print(" not in REPL_BLOCKS[index] or done.stdout.strip(" >.\n"), done.stdout
+
+
+def test_readme_says_how_to_run_await_blocks() -> None:
+    assert REPL_BLOCKS and "python -m asyncio" in README
+
+
+def numbers(text: str) -> list[str]:
+    return re.findall(r"\d[\d,]*(?:\.\d+)?", text)
+
+
+def test_benchmark_headlines_come_from_the_results() -> None:
+    section = README.split("\n## Benchmarks\n", 1)[1].split("\n## ", 1)[0]
+    rows = [
+        line for line in section.splitlines() if line.startswith("| `") or line.startswith("| L")
+    ]
+    # The results files, and docs/benchmarks.md for what was measured by hand.
+    sources = [*(ROOT / "benchmarks" / "results").glob("*.md"), ROOT / "docs" / "benchmarks.md"]
+    results = " ".join(path.read_text(encoding="utf-8") for path in sources)
+    measured = {float(n.replace(",", "")) for n in numbers(results)}
+    assert len(rows) > 10
+    for row in rows:
+        for cell in row.strip("|").split("|")[1:]:
+            for figure in numbers(cell):
+                places = len(figure.partition(".")[2])
+                value = float(figure.replace(",", ""))
+                assert any(round(m, places) == value for m in measured), (figure, row)
+
+
 def respond(request: Any) -> Reply:
     if "JSON" in (request.system or ""):  # an extraction request
         return Reply.text(json.dumps(["The user is vegetarian and cooks dinner at home."]))
