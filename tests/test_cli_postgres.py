@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -89,7 +90,11 @@ def test_every_store_command_works_on_postgresql(
     assert stats["kind"] == "PostgresStore" and stats["count"] == 3
     assert stats["database"] == f"database '{address['dbname']}' on 127.0.0.1:{address['port']}"
     assert (stats["schema"], stats["path"], stats["file_size"]) == ("agentrecall", None, None)
-    assert "shared by all its stores" in ok(capsys, *dsn, "stats")
+    shown = ok(capsys, *dsn, "stats")
+    assert "shared by all its stores" in shown
+    # The address is named once, under its own label.
+    assert re.search(rf"^server +database '{address['dbname']}' on 127.0.0.1:", shown, re.M)
+    assert shown.count("database '") == 1
     ok(capsys, *dsn, "delete", memory_id)
     assert json.loads(ok(capsys, *dsn, "--json", "count")) == {"count": 2}
     ok(capsys, *dsn, "clear", "--yes", "--user-id", "ana")

@@ -120,7 +120,8 @@ def _fields(data: dict[str, Any], counted: Tally) -> list[tuple[str, str]]:
     size = data["file_size"]
     fields = [("store", f"{data['store']} ({data['kind']})")]
     if data["database"] is not None:
-        fields.append(("database", f"{data['database']}, schema {data['schema']}"))
+        # The address reads "database 'x' on host:port": under the label "server", not twice.
+        fields.append(("server", f"{data['database']}, schema {data['schema']}"))
         fields.append(("size", "- (the schema's tables are shared by all its stores)"))
     else:
         fields.append(("file", data["path"] or "-"))

@@ -44,14 +44,18 @@ def register_file_commands(commands: Any, parents: Parents) -> None:
         commands,
         "migrate",
         parents.output,
-        help="copy every memory of one store file into another, keeping ids",
+        help="copy every memory of one store into another (files or PostgreSQL), keeping ids",
         example="agentrecall migrate memory.json memory.db",
     )
     migrate.add_argument(
-        "source", type=_store_file, help="a .json, .db or .sqlite file, or a postgresql:// URL"
+        "source",
+        type=_store_file,
+        help="a .json, .db, .sqlite or .sqlite3 file, or a postgresql:// URL",
     )
     migrate.add_argument(
-        "destination", type=_store_file, help="created when missing (its directory is not)"
+        "destination",
+        type=_store_file,
+        help="as the source; a file is created when missing (its directory is not)",
     )
     migrate.add_argument(
         "--flatten", action="store_true", help="copy scoped memories unscoped (into a JSON file)"

@@ -192,7 +192,9 @@ class BufferMemory:
         """Return the session's history, oldest first, within ``limit`` and ``max_tokens``.
 
         An unknown session gives ``[]`` and creates nothing. ``None`` as ``session_id`` means
-        ``"default"``. See the class docstring for the trimming rules.
+        ``"default"``. See the class docstring for the trimming rules. ``query`` is taken, as
+        AgentLIB's memory interface passes one, and not used: a buffer gives back the
+        conversation, not what matches a query (a store's ``search`` does that).
         """
         key = _session_key(session_id)
         _check_positive(limit, "limit")
