@@ -76,7 +76,7 @@ def test_reindex_refuses_what_it_cannot_use(
     json_file = tmp_path / "m.json"
     json_file.write_text("[]")
     code, _, err = run(capsys, "reindex", "--path", str(json_file), "--embedder", HASH)
-    assert code == 1 and "(JsonFileStore) cannot compute vectors again" in err
+    assert code == 1 and "reindex: " in err and "(JsonFileStore) keeps no vectors for search" in err
     code, out, _ = run(capsys, "reindex", "--store", "nothing-yet", "--embedder", HASH)
     assert (code, out) == (0, "the store does not exist yet: nothing to reindex\n")
 
@@ -117,3 +117,29 @@ def test_an_embedder_named_is_not_asked_its_dimension(
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     assert type(embedder_named("lazy_embedder:Lazy")).__name__ == "Lazy"
+
+
+def test_add_and_update_store_vectors_with_the_embedder_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Without --embedder a memory added from the command line waits for the next reindex
+    # to be found by meaning; with it, it has its vector at once.
+    db = ["--db", str(tmp_path / "m.db")]
+    meaning = ["--mode", "semantic", "--embedder", HASH]
+    code, out, _ = run(capsys, *db, "add", "The user likes green tea", "--embedder", HASH)
+    assert code == 0
+    tea = out.strip()
+    code, out, _ = run(capsys, *db, "add", "The user has a cat")
+    cat = out.strip()
+    code, out, _ = run(capsys, *db, "--json", "search", "cat", *meaning)
+    assert [hit["id"] for hit in json.loads(out)] == []  # no vector yet
+    code, out, _ = run(capsys, *db, "update", cat, "The user has a black cat", "--embedder", HASH)
+    assert code == 0
+    code, out, _ = run(capsys, *db, "--json", "search", "black cat", *meaning)
+    assert [hit["id"] for hit in json.loads(out)][:1] == [cat]
+    code, out, _ = run(capsys, *db, "--json", "search", "green tea", *meaning)
+    assert [hit["id"] for hit in json.loads(out)][:1] == [tea]
+    json_file = tmp_path / "m.json"
+    code, _, err = run(capsys, "--path", str(json_file), "add", "x", "--embedder", HASH)
+    assert code == 1 and "--embedder: " in err and "(JsonFileStore) has no vectors" in err
+    assert not json_file.exists()

@@ -23,6 +23,7 @@ OPTION_NEEDS = {
     "before": (Capability.FILTER, "time bounds"),
     "ttl": (Capability.EXPIRY, "expiry"),
     "reason": (Capability.HISTORY, "history to keep a reason in"),
+    "embedder": (Capability.SEMANTIC, "vectors for search by meaning"),
 }
 """What each option needs of the store (by attribute name), and how to say it is missing."""
 
@@ -30,6 +31,7 @@ COMMAND_NEEDS = {
     Capability.UPDATE: "cannot change a memory in place",
     Capability.HISTORY: "keeps no history",
     Capability.CLEAR: "cannot be cleared",
+    Capability.SEMANTIC: "keeps no vectors for search by meaning",
 }
 """How to say that the store lacks what a command needs (its ``needs`` default)."""
 
@@ -58,21 +60,23 @@ def check(store: MemoryStore, args: argparse.Namespace) -> None:
     """
     declared = frozenset(getattr(store, "capabilities", ()))
     kind = opening.named(store)
-    for option, (capability, what) in OPTION_NEEDS.items():
-        if getattr(args, option, None) is not None and capability not in declared:
-            flag = "--" + option.replace("_", "-")
-            raise InvalidArgumentError(f"{flag}: {kind} has no {what}; {SQLITE_HINT}")
     mode = getattr(args, "mode", None)
     if mode not in (None, KEYWORD) and Capability.SEMANTIC not in declared:
         raise InvalidArgumentError(
             f"--mode {mode}: {kind} searches by keyword only; {SQLITE_HINT} and --embedder"
         )
+    # What the command needs before what its options do: a default option value (reindex's
+    # --embedder) is not the user's to be told about.
     needs: Capability | None = getattr(args, "needs", None)
     if needs is not None and needs not in declared:
         raise InvalidArgumentError(
             f"{args.verb}: {kind} {COMMAND_NEEDS[needs]}; {SQLITE_HINT}, or copy this one "
             "into one with 'agentrecall migrate'"
         )
+    for option, (capability, what) in OPTION_NEEDS.items():
+        if getattr(args, option, None) is not None and capability not in declared:
+            flag = "--" + option.replace("_", "-")
+            raise InvalidArgumentError(f"{flag}: {kind} has no {what}; {SQLITE_HINT}")
 
 
 def _embedder(args: argparse.Namespace) -> Embedder | None:

@@ -15,7 +15,7 @@ from agentrecall.cli.options import Parents, command, emit
 from agentrecall.cli.progress import terminal_bar
 from agentrecall.cli.reading import SEARCH_MODES
 from agentrecall.errors import InvalidArgumentError
-from agentrecall.stores.base import MemoryStore
+from agentrecall.stores.base import Capability, MemoryStore
 from agentrecall.stores.sqlite import SQLiteStore
 from agentrecall.sync import SyncStore
 
@@ -34,7 +34,7 @@ def register(commands: Any, parents: Parents) -> None:
         "agentrecall reindex --embedder agentrecall.testing:HashEmbedder",
     )
     embedder_option(reindex)
-    reindex.set_defaults(command=_reindex, verb="reindex")
+    reindex.set_defaults(command=_reindex, verb="reindex", needs=Capability.SEMANTIC)
 
 
 def register_file_commands(commands: Any, parents: Parents) -> None:
@@ -84,11 +84,6 @@ def embedder_option(parser: argparse.ArgumentParser) -> None:
 
 def _reindex(memory: SyncStore, args: argparse.Namespace) -> int:
     store = memory.store
-    if not hasattr(store, "reindex"):
-        raise InvalidArgumentError(
-            f"reindex: {opening.named(store)} cannot compute vectors "
-            "again; use an SQLite store (--store or --db) or a PostgreSQL one (--dsn)"
-        )
     if isinstance(store, SQLiteStore) and opening.size_of(store.path) is None:
         emit(args, {"reindexed": 0}, "the store does not exist yet: nothing to reindex")
         return report.OK
