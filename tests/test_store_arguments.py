@@ -233,3 +233,45 @@ async def test_ids_that_are_not_strings_are_refused_by_name(store: Any, bad_id: 
         with pytest.raises(InvalidArgumentError, match="memory_id must be a string"):
             await call()
     assert await store.count() == 1
+
+
+@pytest.mark.parametrize("kind", ["jsonfile", "sqlite"])
+@pytest.mark.parametrize("items", [5, None, 1.5], ids=["int", "None", "float"])
+async def test_add_many_of_something_not_iterable_is_refused_by_name(
+    tmp_path: Path, kind: str, items: Any
+) -> None:
+    store: Any = (
+        JsonFileStore(name="json", path=tmp_path / "memory.json")
+        if kind == "jsonfile"
+        else SQLiteStore(tmp_path / "memory.db")
+    )
+    with pytest.raises(InvalidArgumentError, match="items must be an iterable of"):
+        await store.add_many(items)
+    assert await store.count() == 0
+    if kind == "sqlite":
+        await store.aclose()
+
+
+@pytest.mark.parametrize("options", [[1], "max_search_results", 3], ids=["list", "str", "int"])
+async def test_sqlite_search_options_that_are_not_a_mapping_are_refused(
+    tmp_path: Path, options: Any
+) -> None:
+    store = SQLiteStore(tmp_path / "memory.db")
+    await store.add("a remembered fact")
+    with pytest.raises(InvalidArgumentError, match="search options must be a mapping"):
+        await store.search("fact", options)
+    await store.aclose()
+
+
+async def test_an_sqlite_update_that_changes_nothing_is_refused_and_keeps_no_version(
+    tmp_path: Path,
+) -> None:
+    store = SQLiteStore(tmp_path / "memory.db")
+    memory = await store.add("a remembered fact", {"n": 1})
+    before = await store.get(memory.id)
+    for reason in (None, "no reason"):
+        with pytest.raises(InvalidArgumentError, match="update needs new content or metadata"):
+            await store.update(memory.id, reason=reason)
+    assert await store.get(memory.id) == before
+    assert await store.history(memory.id) == []
+    await store.aclose()

@@ -332,10 +332,16 @@ class StoreFront:
         neighbours helped (see :mod:`agentrecall.retrieval.neighbours`).
 
         Raises:
-            InvalidArgumentError: an option, the filter or a bound is unusable, or a mode
+            InvalidArgumentError: ``options`` is not a mapping, an option, the filter or a
+                bound is unusable, or a mode
                 needs an embedder this store lacks.
             ImportError: a mode other than keyword without ``numpy``.
         """
+        if options is not None and not isinstance(options, Mapping):
+            raise InvalidArgumentError(
+                "search options must be a mapping such as {'max_search_results': 3}, "
+                f"got {type(options).__name__}"
+            )
         requested = None if options is None else options.get("max_search_results")
         check_limit(requested, "max_search_results")
         if not isinstance(query, str):
@@ -367,12 +373,15 @@ class StoreFront:
         Returns the updated memory, or ``None`` if this scope holds no memory with that id.
 
         Raises:
-            InvalidArgumentError: ``memory_id`` or ``reason`` is not a string, blank content,
-                metadata that is not a JSON object, or content equal to another memory of the
-                same scope.
+            InvalidArgumentError: neither ``content`` nor ``metadata`` is given (an update
+                that changes nothing would still add a version to the history), ``memory_id``
+                or ``reason`` is not a string, blank content, metadata that is not a JSON
+                object, or content equal to another memory of the same scope.
         """
         self._check_writable()
         check_id(memory_id)
+        if content is None and metadata is None:
+            raise InvalidArgumentError("update needs new content or metadata (or both)")
         check_optional_text(reason, "reason")
         if content is not None:
             check_content(content, "content")
