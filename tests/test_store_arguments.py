@@ -3,7 +3,7 @@ of range, times they cannot hold, batches that are not pairs, ids that are not s
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -129,9 +129,27 @@ async def test_time_bounds_take_dates_as_midnight_utc(tmp_path: Path) -> None:
     await store.aclose()
 
 
+class _NoOffset(tzinfo):
+    def utcoffset(self, moment: datetime | None) -> None:
+        return None
+
+    def dst(self, moment: datetime | None) -> None:
+        return None
+
+    def tzname(self, moment: datetime | None) -> None:
+        return None
+
+
 @pytest.mark.parametrize(
     "value",
-    ["2020-01-01T10:00", "2020-01-01 10:00:00", datetime(2020, 1, 1), "yesterday", "2020-13-01"],
+    [
+        "2020-01-01T10:00",
+        "2020-01-01 10:00:00",
+        datetime(2020, 1, 1),
+        datetime(2020, 1, 1, tzinfo=_NoOffset()),  # a tzinfo without an offset: still naive
+        "yesterday",
+        "2020-13-01",
+    ],
 )
 async def test_refused_times_say_which_forms_are_accepted(tmp_path: Path, value: Any) -> None:
     store = SQLiteStore(tmp_path / "memory.db")
