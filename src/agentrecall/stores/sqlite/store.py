@@ -165,9 +165,7 @@ class SQLiteStore(StoreFront):
         if not isinstance(fsync, bool):
             raise InvalidArgumentError(f"fsync must be True or False, got {fsync!r}")
         self._fsync = fsync
-        if path is None:
-            path = default_store_path(name, ".db")
-        self._path = os.path.abspath(os.path.expanduser(os.fspath(path)))
+        self._path = _file_path(default_store_path(name, ".db") if path is None else path)
         self._db = Database(
             self._path,
             component=COMPONENT,
@@ -401,6 +399,21 @@ class SQLiteStore(StoreFront):
     async def _write(self, transaction: Callable[..., T], *args: Any) -> T:
         """Run one of :mod:`.writes`' or :mod:`.imports`' transactions on this view's scope."""
         return await self._offload(transaction, self._db, self._scope, self._fsync, *args)
+
+
+def _file_path(path: object) -> str:
+    """Return the absolute path of a database file given as text or a path object.
+
+    Raises:
+        InvalidArgumentError: ``path`` is empty (which would name the current directory),
+            bytes, or not a path at all.
+    """
+    text = os.fspath(path) if isinstance(path, os.PathLike) else path
+    if not isinstance(text, str) or not text:
+        raise InvalidArgumentError(
+            f"path must be a non-empty str or os.PathLike naming the database file, got {path!r}"
+        )
+    return os.path.abspath(os.path.expanduser(text))
 
 
 def _nothing(db: sqlite3.Connection) -> None:
