@@ -46,3 +46,16 @@ def test_an_sqlite_path_that_names_no_file_is_refused_naming_it(
 def test_an_sqlite_path_may_be_text_or_a_path_object(tmp_path: Path) -> None:
     assert SQLiteStore(tmp_path / "a.db").path == str(tmp_path / "a.db")
     assert SQLiteStore(str(tmp_path / "b.db")).path == str(tmp_path / "b.db")
+
+
+@pytest.mark.parametrize(
+    "name", ["", "   ", 5, "a\ud800"], ids=["empty", "blank", "int", "surrogate"]
+)
+def test_a_view_name_that_is_not_text_is_refused_naming_it(tmp_path: Path, name: object) -> None:
+    store = SQLiteStore(tmp_path / "memory.db")
+    with pytest.raises(InvalidArgumentError, match="name"):
+        store.scope(user_id="ana", name=name)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="name"):
+        SQLiteStore(tmp_path / "memory.db", name=name)  # type: ignore[arg-type]
+    assert store.scope(user_id="ana").name == "memory[user=ana]"
+    assert store.scope(user_id="ana", name="ana's").name == "ana's"

@@ -27,6 +27,7 @@ from agentrecall._internal.checks import (
     seconds,
 )
 from agentrecall._internal.jsonvalue import check_json_object
+from agentrecall._internal.text import check_text
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.retrieval.filters import check_filter
 from agentrecall.stores.base import DEFAULT_PAGE, Capability
@@ -154,8 +155,7 @@ class StoreFront:
         Raises:
             InvalidArgumentError: an argument has an unusable value.
         """
-        if not isinstance(name, str) or not name.strip():
-            raise InvalidArgumentError(f"name must be a non-blank string, got {name!r}")
+        check_name(name)
         check_optional_text(description, "description")
         check_limit(max_search_results, "max_search_results")
         if not isinstance(writable, bool):
@@ -184,12 +184,18 @@ class StoreFront:
         every session; a view of one user's session sees only that session's), and stamps its
         ids on what it writes. Dedup is per exact scope. Its ``name`` defaults to
         ``"<name>[user=...]"``.
+
+        Raises:
+            InvalidArgumentError: an id is not ``None`` or a non-empty string, contradicts
+                this view's, or ``name`` is not ``None`` or a non-blank string.
         """
+        if name is not None:
+            check_name(name)
         view = copy.copy(self)
         view._scope = self._scope.narrowed(
             user_id=user_id, agent_id=agent_id, session_id=session_id
         )
-        view.name = name or f"{self._root_name}[{view._scope.label()}]"
+        view.name = f"{self._root_name}[{view._scope.label()}]" if name is None else name
         return view
 
     async def setup(self) -> None:
@@ -544,6 +550,17 @@ class StoreFront:
     async def _versions_page(self, after: Any, limit: int) -> tuple[Versions, Any]:
         """Return the versions after cursor ``after`` and the page's own cursor (``None``: last)."""
         raise NotImplementedError
+
+
+def check_name(name: object) -> None:
+    """Refuse a store or view name that is not a non-blank string UTF-8 can encode.
+
+    Raises:
+        InvalidArgumentError: ``name`` is anything else.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidArgumentError(f"name must be a non-blank string, got {name!r}")
+    check_text(name, "name")
 
 
 def check_batch(batch: object) -> None:
