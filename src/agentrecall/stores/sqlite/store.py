@@ -65,7 +65,10 @@ class SQLiteStore(StoreFront):
       or migrates the tables; the first open of a file written before stemmed search
       indexes every memory again, once (:meth:`setup`).
     * Dedup: content equal to a memory of the same scope once both are stripped of outer
-      whitespace returns that memory's id.
+      whitespace returns that memory's id, and that memory then lives at least as long as
+      the add asked (its expiry moves to the later of the two; none if the add gave none),
+      so an add is never lost with an earlier, shorter-lived copy. Its content and metadata
+      stay as they were.
     * Recall: BM25 over the memories' words, diacritics folded (``cafe`` finds ``café``) and
       stemmed (Porter: ``seats`` finds ``seat``, ``dancing`` finds ``danced``); a run of
       Chinese, Japanese or Korean characters is read as its characters and neighbouring
