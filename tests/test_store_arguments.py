@@ -281,15 +281,13 @@ async def test_sqlite_search_options_that_are_not_a_mapping_are_refused(
     await store.aclose()
 
 
-async def test_an_sqlite_update_that_changes_nothing_is_refused_and_keeps_no_version(
-    tmp_path: Path,
-) -> None:
+async def test_an_sqlite_update_that_changes_nothing_keeps_no_version(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "memory.db")
     memory = await store.add("a remembered fact", {"n": 1})
     before = await store.get(memory.id)
     for reason in (None, "no reason"):
-        with pytest.raises(InvalidArgumentError, match="update needs new content or metadata"):
-            await store.update(memory.id, reason=reason)
+        assert await store.update(memory.id, reason=reason) == before
     assert await store.get(memory.id) == before
     assert await store.history(memory.id) == []
+    assert await store.update("no such id") is None
     await store.aclose()

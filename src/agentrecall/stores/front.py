@@ -377,18 +377,19 @@ class StoreFront:
         """Change a memory's content and/or metadata, keeping the old version in its history.
 
         Returns the updated memory, or ``None`` if this scope holds no memory with that id.
+        Given neither content nor metadata, it changes nothing, keeps no version and returns
+        the memory as it is.
 
         Raises:
-            InvalidArgumentError: neither ``content`` nor ``metadata`` is given (an update
-                that changes nothing would still add a version to the history), ``memory_id``
-                or ``reason`` is not a string, blank content, metadata that is not a JSON
-                object, or content equal to another memory of the same scope.
+            InvalidArgumentError: ``memory_id`` or ``reason`` is not a string, blank content,
+                metadata that is not a JSON object, or content equal to another memory of the
+                same scope.
         """
         self._check_writable()
         check_id(memory_id)
-        if content is None and metadata is None:
-            raise InvalidArgumentError("update needs new content or metadata (or both)")
         check_optional_text(reason, "reason")
+        if content is None and metadata is None:
+            return await self.get(memory_id)
         if content is not None:
             check_content(content, "content")
         if metadata is not None:
