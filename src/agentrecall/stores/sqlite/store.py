@@ -101,8 +101,9 @@ class SQLiteStore(StoreFront):
     * Expired memories are never returned and are purged by the next write.
     * ``update``, ``delete`` and expiry keep the replaced version: :meth:`history`. An
       expired memory's version is there from the moment it expires, dated then (its
-      ``changed_at`` is its ``expires_at``), whether a write has purged it yet or not; so is
-      it in :meth:`versions` and :meth:`snapshot`.
+      ``changed_at`` is its ``expires_at``, or when it was written if that was already past),
+      whether a write has purged it yet or not; so is it in :meth:`versions` and
+      :meth:`snapshot`.
     * Copies are exact: records carry their scope, :meth:`import_records` puts each back in
       it, and :meth:`versions` with :meth:`import_versions` copies the whole history, deleted
       memories' too (what :func:`agentrecall.migrate.migrate` does).
