@@ -276,3 +276,33 @@ def test_the_integer_key_is_the_signed_64_bit_blake2b_of_the_stripped_text(text:
     # Keys are stored in files: any other function would make old files' keys wrong.
     digest = hashlib.blake2b(text.strip().encode("utf-8"), digest_size=8).digest()
     assert content_key(text) == int.from_bytes(digest, "big", signed=True)
+
+
+async def test_an_add_that_dedups_makes_the_copy_live_at_least_as_long_as_it_asked(
+    tmp_path: Path,
+) -> None:
+    store = SQLiteStore(tmp_path / "m.db")
+    ana = store.scope(user_id="ana")
+
+    async def expiry(memory_id: str) -> str | None:
+        record = await store.get(memory_id)
+        assert record is not None
+        return record.expires_at
+
+    brief = await ana.add("Ana is vegetarian", ttl=60)
+    other = await store.add("Ana is vegetarian", ttl=60)  # another scope: left alone
+    assert (await ana.add(" Ana is vegetarian ")).id == brief.id
+    assert await expiry(brief.id) is None and await expiry(other.id) is not None
+    dated = await ana.add("Ana flies on 2100-05-03", expires_at="2100-01-01")
+    assert (await ana.add("Ana flies on 2100-05-03", expires_at="2200-01-01")).id == dated.id
+    assert await expiry(dated.id) == "2200-01-01T00:00:00.000Z"
+    assert (await ana.add("Ana flies on 2100-05-03", ttl=60)).id == dated.id
+    assert await expiry(dated.id) == "2200-01-01T00:00:00.000Z"
+    kept = await ana.add("Ana lives in Lisbon")
+    batch = await ana.add_many([("new one", None), ("Ana lives in Lisbon", None)], ttl=60)
+    assert batch[1].id == kept.id and await expiry(kept.id) is None
+    soon = await ana.add("Ana has a cat", ttl=60)
+    assert [r.id for r in await ana.add_many([("Ana has a cat", None)])] == [soon.id]
+    assert await expiry(soon.id) is None
+    assert (await ana.get(soon.id)) == (await store.get(soon.id))
+    await store.aclose()

@@ -3,7 +3,7 @@ of range, times they cannot hold, batches that are not pairs, ids that are not s
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -129,9 +129,27 @@ async def test_time_bounds_take_dates_as_midnight_utc(tmp_path: Path) -> None:
     await store.aclose()
 
 
+class _NoOffset(tzinfo):
+    def utcoffset(self, moment: datetime | None) -> None:
+        return None
+
+    def dst(self, moment: datetime | None) -> None:
+        return None
+
+    def tzname(self, moment: datetime | None) -> None:
+        return None
+
+
 @pytest.mark.parametrize(
     "value",
-    ["2020-01-01T10:00", "2020-01-01 10:00:00", datetime(2020, 1, 1), "yesterday", "2020-13-01"],
+    [
+        "2020-01-01T10:00",
+        "2020-01-01 10:00:00",
+        datetime(2020, 1, 1),
+        datetime(2020, 1, 1, tzinfo=_NoOffset()),  # a tzinfo without an offset: still naive
+        "yesterday",
+        "2020-13-01",
+    ],
 )
 async def test_refused_times_say_which_forms_are_accepted(tmp_path: Path, value: Any) -> None:
     store = SQLiteStore(tmp_path / "memory.db")
@@ -233,3 +251,43 @@ async def test_ids_that_are_not_strings_are_refused_by_name(store: Any, bad_id: 
         with pytest.raises(InvalidArgumentError, match="memory_id must be a string"):
             await call()
     assert await store.count() == 1
+
+
+@pytest.mark.parametrize("kind", ["jsonfile", "sqlite"])
+@pytest.mark.parametrize("items", [5, None, 1.5], ids=["int", "None", "float"])
+async def test_add_many_of_something_not_iterable_is_refused_by_name(
+    tmp_path: Path, kind: str, items: Any
+) -> None:
+    store: Any = (
+        JsonFileStore(name="json", path=tmp_path / "memory.json")
+        if kind == "jsonfile"
+        else SQLiteStore(tmp_path / "memory.db")
+    )
+    with pytest.raises(InvalidArgumentError, match="items must be an iterable of"):
+        await store.add_many(items)
+    assert await store.count() == 0
+    if kind == "sqlite":
+        await store.aclose()
+
+
+@pytest.mark.parametrize("options", [[1], "max_search_results", 3], ids=["list", "str", "int"])
+async def test_sqlite_search_options_that_are_not_a_mapping_are_refused(
+    tmp_path: Path, options: Any
+) -> None:
+    store = SQLiteStore(tmp_path / "memory.db")
+    await store.add("a remembered fact")
+    with pytest.raises(InvalidArgumentError, match="search options must be a mapping"):
+        await store.search("fact", options)
+    await store.aclose()
+
+
+async def test_an_sqlite_update_that_changes_nothing_keeps_no_version(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "memory.db")
+    memory = await store.add("a remembered fact", {"n": 1})
+    before = await store.get(memory.id)
+    for reason in (None, "no reason"):
+        assert await store.update(memory.id, reason=reason) == before
+    assert await store.get(memory.id) == before
+    assert await store.history(memory.id) == []
+    assert await store.update("no such id") is None
+    await store.aclose()

@@ -31,3 +31,31 @@ def test_a_text_description_or_none_is_kept(tmp_path: Path, kind: str) -> None:
             else SQLiteStore(tmp_path / "m.db", description=description)
         )
         assert store.description == description
+
+
+@pytest.mark.parametrize("path", ["", b"memory.db", 5], ids=["empty", "bytes", "int"])
+def test_an_sqlite_path_that_names_no_file_is_refused_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: object
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InvalidArgumentError, match="path must be a non-empty str or os.PathLike"):
+        SQLiteStore(path)  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_sqlite_path_may_be_text_or_a_path_object(tmp_path: Path) -> None:
+    assert SQLiteStore(tmp_path / "a.db").path == str(tmp_path / "a.db")
+    assert SQLiteStore(str(tmp_path / "b.db")).path == str(tmp_path / "b.db")
+
+
+@pytest.mark.parametrize(
+    "name", ["", "   ", 5, "a\ud800"], ids=["empty", "blank", "int", "surrogate"]
+)
+def test_a_view_name_that_is_not_text_is_refused_naming_it(tmp_path: Path, name: object) -> None:
+    store = SQLiteStore(tmp_path / "memory.db")
+    with pytest.raises(InvalidArgumentError, match="name"):
+        store.scope(user_id="ana", name=name)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="name"):
+        SQLiteStore(tmp_path / "memory.db", name=name)  # type: ignore[arg-type]
+    assert store.scope(user_id="ana").name == "memory[user=ana]"
+    assert store.scope(user_id="ana", name="ana's").name == "ana's"

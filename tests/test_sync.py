@@ -300,3 +300,29 @@ def test_a_forked_child_gets_a_loop_of_its_own(tmp_path: Path) -> None:
         holder.join(5)
         _, status = os.waitpid(pid, 0)
         assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_threads_sharing_a_facade_and_its_views_take_turns(tmp_path: Path) -> None:
+    sync = SyncStore(SQLiteStore(tmp_path / "memory.db"))
+    ana = sync.scope(user_id="ana")
+    errors: list[BaseException] = []
+    start = threading.Barrier(4)
+
+    def work(worker: int) -> None:
+        try:
+            start.wait()
+            for i in range(15):
+                (ana if i % 2 else sync).add(f"thread {worker} memory {i}")
+                sync.count()
+                ana.search("memory")
+        except BaseException as error:  # handed to the main thread's assertion
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(worker,)) for worker in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert (sync.count(), ana.count()) == (60, 28)
+    sync.close()

@@ -6,12 +6,14 @@ import asyncio
 import atexit
 import contextlib
 import inspect
+import threading
 import weakref
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from agentrecall._internal import forks
 from agentrecall._internal.loop import LoopRunner
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.stores.base import DEFAULT_PAGE, Capability, MemoryStore
@@ -45,7 +47,8 @@ class SyncStore:
     (its ``aclose()``, for example an :class:`~agentrecall.SQLiteStore`'s connection). One
     left open is closed when the interpreter exits, so its store's connections end cleanly
     rather than with their tasks destroyed on a dropped loop. It refuses to run inside a
-    running event loop (``await`` the store there).
+    running event loop (``await`` the store there). Several threads may share one facade (and
+    its views): their calls take turns on its loop, one at a time.
 
     Example::
 
@@ -57,7 +60,7 @@ class SyncStore:
     def __init__(self, store: MemoryStore) -> None:
         """Wrap ``store``; no loop is started and nothing runs until the first call."""
         self.store = store
-        self._runner = LoopRunner()
+        self._runner = _TakingTurns()
         # The stores this facade and its scoped views ran calls on since the last close.
         self._used: list[MemoryStore] = []
 
@@ -259,17 +262,19 @@ class SyncStore:
         on it since the last ``close``, so closing an unused facade does nothing. Stores
         reopen on next use: the stores, and this object, stay usable afterwards.
         """
-        try:
-            # Inside a running loop this object can run nothing, aclose() included.
-            while self._used and not _in_running_loop():
-                aclose = getattr(self._used.pop(0), "aclose", None)
-                if inspect.iscoroutinefunction(aclose):
-                    # On this loop, so that what the store bound to it is released before it
-                    # closes.
-                    self._runner.run(aclose())
-        finally:
-            self._runner.close()
-            _open.discard(self)
+        # One turn for all of it: no other thread's call reopens a store before the loop closes.
+        with self._runner.turn:
+            try:
+                # Inside a running loop this object can run nothing, aclose() included.
+                while self._used and not _in_running_loop():
+                    aclose = getattr(self._used.pop(0), "aclose", None)
+                    if inspect.iscoroutinefunction(aclose):
+                        # On this loop, so that what the store bound to it is released before
+                        # it closes.
+                        self._runner.run(aclose())
+            finally:
+                self._runner.close()
+                _open.discard(self)
 
     def __enter__(self) -> SyncStore:
         return self
@@ -283,10 +288,11 @@ class SyncStore:
         self.close()
 
     def _run(self, store: MemoryStore, coro: Coroutine[Any, Any, T]) -> T:
-        if not any(used is store for used in self._used):
-            self._used.append(store)
-        _open.add(self)
-        return self._runner.run(coro)
+        with self._runner.turn:
+            if not any(used is store for used in self._used):
+                self._used.append(store)
+            _open.add(self)
+            return self._runner.run(coro)
 
     def _call(self, method: str, capability: Capability | None, *args: Any, **kwargs: Any) -> Any:
         return self._run(self.store, self._method(method, capability)(*args, **kwargs))
@@ -322,6 +328,32 @@ class SyncStore:
 
     def _describe(self) -> str:
         return f"store '{self.store.name}' ({type(self.store).__name__})"
+
+
+class _TakingTurns(LoopRunner):
+    """A :class:`LoopRunner` that threads take turns on: one loop runs one call at a time."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.turn = threading.RLock()
+        """Held for each call; hold it across several to keep other threads out between."""
+        # Replaces LoopRunner's own registration, whose hook this one calls.
+        forks.register(self, in_child=_TakingTurns._forget)
+
+    def _forget(self) -> None:
+        super()._forget()
+        # Another thread of the parent may have held the turn at the fork; it is not in the child.
+        self.turn = threading.RLock()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the loop once no other thread is, and return its result."""
+        with self.turn:
+            return super().run(coro)
+
+    def close(self) -> None:
+        """Close the loop once no other thread is running a call on it."""
+        with self.turn:
+            super().close()
 
 
 def _search_options(

@@ -47,7 +47,7 @@ def check_items(items: Iterable[tuple[str, JsonObject | None]]) -> Items:
     a non-blank string and metadata ``None`` or a JSON object. A bad item's message gives its
     index when the batch has more than one; an item that is not a pair always does.
     """
-    batch = list(items)
+    batch = _listed(items)
     for index, item in enumerate(batch):
         content, metadata = check_pair(item, index)
         check_item(content, metadata, "" if len(batch) == 1 else f" (item {index})")
@@ -59,10 +59,22 @@ def check_pairs(items: Iterable[tuple[str, JsonObject | None]]) -> Items:
 
     For batches whose contents are checked later, item by item (see :func:`check_item`).
     """
-    batch = list(items)
+    batch = _listed(items)
     for index, item in enumerate(batch):
         check_pair(item, index)
     return batch
+
+
+def _listed(items: Iterable[tuple[str, JsonObject | None]]) -> Items:
+    """Return a batch as a list, or refuse one that is not an iterable of items."""
+    try:
+        # Only the call of iter is guarded: a TypeError raised while iterating is the caller's.
+        iterator = iter(items)
+    except TypeError:
+        raise InvalidArgumentError(
+            f"items must be an iterable of (content, metadata) pairs, got {_shown(items)}"
+        ) from None
+    return list(iterator)
 
 
 def check_pair(item: object, index: int) -> tuple[object, object]:

@@ -27,6 +27,7 @@ from agentrecall._internal.checks import (
     seconds,
 )
 from agentrecall._internal.jsonvalue import check_json_object
+from agentrecall._internal.text import check_text
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.retrieval.filters import check_filter
 from agentrecall.stores.base import DEFAULT_PAGE, Capability
@@ -154,8 +155,7 @@ class StoreFront:
         Raises:
             InvalidArgumentError: an argument has an unusable value.
         """
-        if not isinstance(name, str) or not name.strip():
-            raise InvalidArgumentError(f"name must be a non-blank string, got {name!r}")
+        check_name(name)
         check_optional_text(description, "description")
         check_limit(max_search_results, "max_search_results")
         if not isinstance(writable, bool):
@@ -184,12 +184,18 @@ class StoreFront:
         every session; a view of one user's session sees only that session's), and stamps its
         ids on what it writes. Dedup is per exact scope. Its ``name`` defaults to
         ``"<name>[user=...]"``.
+
+        Raises:
+            InvalidArgumentError: an id is not ``None`` or a non-empty string, contradicts
+                this view's, or ``name`` is not ``None`` or a non-blank string.
         """
+        if name is not None:
+            check_name(name)
         view = copy.copy(self)
         view._scope = self._scope.narrowed(
             user_id=user_id, agent_id=agent_id, session_id=session_id
         )
-        view.name = name or f"{self._root_name}[{view._scope.label()}]"
+        view.name = f"{self._root_name}[{view._scope.label()}]" if name is None else name
         return view
 
     async def setup(self) -> None:
@@ -332,10 +338,16 @@ class StoreFront:
         neighbours helped (see :mod:`agentrecall.retrieval.neighbours`).
 
         Raises:
-            InvalidArgumentError: an option, the filter or a bound is unusable, or a mode
+            InvalidArgumentError: ``options`` is not a mapping, an option, the filter or a
+                bound is unusable, or a mode
                 needs an embedder this store lacks.
             ImportError: a mode other than keyword without ``numpy``.
         """
+        if options is not None and not isinstance(options, Mapping):
+            raise InvalidArgumentError(
+                "search options must be a mapping such as {'max_search_results': 3}, "
+                f"got {type(options).__name__}"
+            )
         requested = None if options is None else options.get("max_search_results")
         check_limit(requested, "max_search_results")
         if not isinstance(query, str):
@@ -365,6 +377,8 @@ class StoreFront:
         """Change a memory's content and/or metadata, keeping the old version in its history.
 
         Returns the updated memory, or ``None`` if this scope holds no memory with that id.
+        Given neither content nor metadata, it changes nothing, keeps no version and returns
+        the memory as it is.
 
         Raises:
             InvalidArgumentError: ``memory_id`` or ``reason`` is not a string, blank content,
@@ -374,6 +388,8 @@ class StoreFront:
         self._check_writable()
         check_id(memory_id)
         check_optional_text(reason, "reason")
+        if content is None and metadata is None:
+            return await self.get(memory_id)
         if content is not None:
             check_content(content, "content")
         if metadata is not None:
@@ -535,6 +551,17 @@ class StoreFront:
     async def _versions_page(self, after: Any, limit: int) -> tuple[Versions, Any]:
         """Return the versions after cursor ``after`` and the page's own cursor (``None``: last)."""
         raise NotImplementedError
+
+
+def check_name(name: object) -> None:
+    """Refuse a store or view name that is not a non-blank string UTF-8 can encode.
+
+    Raises:
+        InvalidArgumentError: ``name`` is anything else.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidArgumentError(f"name must be a non-blank string, got {name!r}")
+    check_text(name, "name")
 
 
 def check_batch(batch: object) -> None:

@@ -26,7 +26,9 @@ def timestamp(value: datetime | str | None, argument: str) -> str | None:
     if value is None:
         return None
     moment = _parsed(value, argument) if isinstance(value, str) else value
-    if not isinstance(moment, datetime) or moment.tzinfo is None:
+    # Aware means an offset, not just a tzinfo: one whose utcoffset() is None leaves the time
+    # naive, and astimezone would read it as local time.
+    if not isinstance(moment, datetime) or moment.utcoffset() is None:
         raise InvalidArgumentError(f"{argument} must be {_TIME_FORMS}, got {value!r}")
     try:
         return stored_time(moment)

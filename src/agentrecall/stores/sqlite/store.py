@@ -65,7 +65,10 @@ class SQLiteStore(StoreFront):
       or migrates the tables; the first open of a file written before stemmed search
       indexes every memory again, once (:meth:`setup`).
     * Dedup: content equal to a memory of the same scope once both are stripped of outer
-      whitespace returns that memory's id.
+      whitespace returns that memory's id, and that memory then lives at least as long as
+      the add asked (its expiry moves to the later of the two; none if the add gave none),
+      so an add is never lost with an earlier, shorter-lived copy. Its content and metadata
+      stay as they were.
     * Recall: BM25 over the memories' words, diacritics folded (``cafe`` finds ``café``) and
       stemmed (Porter: ``seats`` finds ``seat``, ``dancing`` finds ``danced``); a run of
       Chinese, Japanese or Korean characters is read as its characters and neighbouring
@@ -96,7 +99,11 @@ class SQLiteStore(StoreFront):
     * Database work runs one call at a time, in order, on a thread of the store's own (shared
       by its views), never on the caller's event loop.
     * Expired memories are never returned and are purged by the next write.
-    * ``update``, ``delete`` and expiry keep the replaced version: :meth:`history`.
+    * ``update``, ``delete`` and expiry keep the replaced version: :meth:`history`. An
+      expired memory's version is there from the moment it expires, dated then (its
+      ``changed_at`` is its ``expires_at``, or when it was written if that was already past),
+      whether a write has purged it yet or not; so is it in :meth:`versions` and
+      :meth:`snapshot`.
     * Copies are exact: records carry their scope, :meth:`import_records` puts each back in
       it, and :meth:`versions` with :meth:`import_versions` copies the whole history, deleted
       memories' too (what :func:`agentrecall.migrate.migrate` does).
@@ -162,9 +169,7 @@ class SQLiteStore(StoreFront):
         if not isinstance(fsync, bool):
             raise InvalidArgumentError(f"fsync must be True or False, got {fsync!r}")
         self._fsync = fsync
-        if path is None:
-            path = default_store_path(name, ".db")
-        self._path = os.path.abspath(os.path.expanduser(os.fspath(path)))
+        self._path = _file_path(default_store_path(name, ".db") if path is None else path)
         self._db = Database(
             self._path,
             component=COMPONENT,
@@ -398,6 +403,21 @@ class SQLiteStore(StoreFront):
     async def _write(self, transaction: Callable[..., T], *args: Any) -> T:
         """Run one of :mod:`.writes`' or :mod:`.imports`' transactions on this view's scope."""
         return await self._offload(transaction, self._db, self._scope, self._fsync, *args)
+
+
+def _file_path(path: object) -> str:
+    """Return the absolute path of a database file given as text or a path object.
+
+    Raises:
+        InvalidArgumentError: ``path`` is empty (which would name the current directory),
+            bytes, or not a path at all.
+    """
+    text = os.fspath(path) if isinstance(path, os.PathLike) else path
+    if not isinstance(text, str) or not text:
+        raise InvalidArgumentError(
+            f"path must be a non-empty str or os.PathLike naming the database file, got {path!r}"
+        )
+    return os.path.abspath(os.path.expanduser(text))
 
 
 def _nothing(db: sqlite3.Connection) -> None:

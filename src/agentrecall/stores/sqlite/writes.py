@@ -94,9 +94,31 @@ def add(
             vector_sql.insert_new(connection, base, vectors)
         if ids is None:  # no duplicate, in the batch or before it
             return results
+        built = {result.id for result in results}
+        outlive(
+            connection,
+            [i for i in dict.fromkeys(ids) if i is not None and i not in built],
+            expires_at,
+        )
         return [AddResult(id=_fresh(memory_id)) for memory_id in ids]
 
     return write_and_index(db, durable, write, len(items))
+
+
+def outlive(connection: sqlite3.Connection, ids: Sequence[str], expires_at: str | None) -> None:
+    """Let the memories an add found already stored live at least until its ``expires_at``.
+
+    An add that dedups to an earlier copy must not be lost with it: the copy's expiry moves
+    to the later of the two, and a copy that expires keeps none if the add asked for none.
+    """
+    for start in range(0, len(ids), KEY_CHUNK):
+        chunk = ids[start : start + KEY_CHUNK]
+        connection.execute(
+            "UPDATE memories SET expires_at = CASE WHEN ? IS NULL THEN NULL "
+            "ELSE max(expires_at, ?) END "
+            f"WHERE expires_at IS NOT NULL AND id IN ({', '.join('?' * len(chunk))})",
+            [expires_at, expires_at, *chunk],
+        )
 
 
 def update(
