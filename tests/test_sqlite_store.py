@@ -30,7 +30,7 @@ from agentrecall.stores.sqlite import SQLiteStore, query
 from agentrecall.stores.sqlite.query import averages, candidate_query, match_expression
 from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
 from agentrecall.stores.sqlite.tables import CHUNK, FIRST_CHUNK, chunk_bounds, insert_statement
-from agentrecall.types import MemoryRecord, MemoryVersion
+from agentrecall.types import MemoryRecord
 
 
 @pytest.fixture
@@ -242,76 +242,6 @@ async def test_expiry(store: SQLiteStore) -> None:
         await store.add("x", ttl=0)
     with pytest.raises(InvalidArgumentError, match="not both"):
         await store.add("x", ttl=5, expires_at=past)
-
-
-async def test_an_expired_memory_is_in_its_history_at_its_expiry_before_and_after_a_write(
-    tmp_path: Path,
-) -> None:
-    path = tmp_path / "m.db"
-    store = SQLiteStore(path)
-    ana = store.scope(user_id="ana")
-    memory = await ana.add("boarding at gate 4", {"gate": 4}, ttl=0.05)
-    record = await ana.get(memory.id)
-    assert record is not None and record.expires_at is not None
-    while await ana.get(memory.id) is not None:
-        await asyncio.sleep(0.02)
-    reader = SQLiteStore(path, writable=False)
-    before = await ana.history(memory.id)
-    assert [(v.change, v.content, v.changed_at) for v in before] == [
-        ("expire", "boarding at gate 4", record.expires_at)
-    ]
-    assert await reader.scope(user_id="ana").history(memory.id) == before
-    assert await store.scope(user_id="bo").history(memory.id) == []
-    await store.add("a later write, which moves the expired memory to the history")
-    assert await ana.history(memory.id) == before
-    await reader.aclose()
-    await store.aclose()
-
-
-class _Sink:
-    def __init__(self) -> None:
-        self.count = -1
-        self.kept: list[MemoryVersion] = []
-
-    def counts(self, memories: int, versions: int) -> None:
-        self.count = versions
-
-    def records(self, batch: list[MemoryRecord]) -> None:
-        pass
-
-    def versions(self, batch: list[MemoryVersion]) -> None:
-        self.kept += batch
-
-
-async def test_copies_of_the_history_hold_an_expiry_no_write_has_moved_yet(
-    tmp_path: Path,
-) -> None:
-    store = SQLiteStore(tmp_path / "m.db")
-    first = await store.add("first words")
-    await store.update(first.id, content="second words")
-    short = await store.add_many([("short lived one", None), ("short lived two", None)], ttl=0.05)
-    last = await store.add("last words")
-    await store.delete(last.id)
-    while await store.count() > 1:
-        await asyncio.sleep(0.02)
-    expected = [
-        v
-        for m in sorted([first, *short, last], key=lambda m: m.id)
-        for v in await store.history(m.id)
-    ]
-    assert [v.change for v in expected].count("expire") == 2
-    for batch in (1, 2, 100):
-        assert [v async for page in store.versions(batch=batch) for v in page] == expected
-    sink = _Sink()
-    await store.snapshot(sink, batch=1)
-    assert sink.kept == expected and sink.count == len(expected)
-    copy = SQLiteStore(tmp_path / "copy.db")
-    assert await copy.import_versions(expected) == len(expected)
-    await store.add("a write, which moves the expired memories to the history")
-    assert [v async for page in store.versions() for v in page] == expected
-    assert await copy.import_versions(expected) == 0
-    await copy.aclose()
-    await store.aclose()
 
 
 async def test_store_default_ttl(tmp_path: Path) -> None:

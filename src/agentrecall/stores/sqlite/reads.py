@@ -7,9 +7,8 @@ open connection and runs on the store's worker thread.
 
 from __future__ import annotations
 
-import heapq
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from agentrecall._internal.clock import utc_timestamp
@@ -19,14 +18,7 @@ from agentrecall.stores.records import record as to_record
 from agentrecall.stores.records import version as to_version
 from agentrecall.stores.scopes import Scope
 from agentrecall.stores.sqlite.query import scope_where
-from agentrecall.stores.sqlite.rows import (
-    EXPIRED,
-    EXPIRY_VERSION_COLUMNS,
-    RECORD_COLUMNS,
-    RECORDS,
-    VERSION_COLUMNS,
-    VERSIONS,
-)
+from agentrecall.stores.sqlite.rows import RECORD_COLUMNS, RECORDS, VERSION_COLUMNS, VERSIONS
 from agentrecall.types import MemoryRecord, MemoryVersion
 
 Params = list[object]
@@ -34,15 +26,12 @@ Cursor = tuple[str, int]
 """Where a page of versions ended: the last version's memory id and row number."""
 
 
-def conditions(found: Conditions, now: str | None = None) -> tuple[str, Params]:
-    """Return the WHERE conditions every read applies: scope, expiry, filter, time bounds.
-
-    Memories expired at ``now`` (default: the current time) are left out.
-    """
+def conditions(found: Conditions) -> tuple[str, Params]:
+    """Return the WHERE conditions every read applies: scope, expiry, filter, time bounds."""
     where, params = scope_where(found.scope, "m")
     more, values = found.filter_and_bounds(_metadata_filter, "?")
     parts = [where, "(m.expires_at IS NULL OR m.expires_at > ?)", *more]
-    return " AND ".join(parts), [*params, now or utc_timestamp(), *values]
+    return " AND ".join(parts), [*params, utc_timestamp(), *values]
 
 
 def _metadata_filter(filter: Mapping[str, Any]) -> tuple[str, Params]:
@@ -81,19 +70,11 @@ def count(connection: sqlite3.Connection, where: str, params: Params) -> int:
 
 
 def history(connection: sqlite3.Connection, scope: Scope, memory_id: str) -> list[MemoryVersion]:
-    """Return the replaced versions of a memory of ``scope``, oldest first.
-
-    A memory that expired is its last version even before a write moves it to the history.
-    """
+    """Return the replaced versions of a memory of ``scope``, oldest first."""
     where, params = scope_where(scope, "h")
     rows = connection.execute(
         f"SELECT {VERSION_COLUMNS} FROM {VERSIONS} WHERE h.id = ? AND {where} ORDER BY h.seq",
         [memory_id, *params],
-    ).fetchall()
-    where, params = scope_where(scope, "m")
-    rows += connection.execute(
-        f"SELECT {EXPIRY_VERSION_COLUMNS} FROM {RECORDS} WHERE m.id = ? AND {where} AND {EXPIRED}",
-        [memory_id, *params, utc_timestamp()],
     ).fetchall()
     return [to_version(row) for row in rows]
 
@@ -118,60 +99,11 @@ def versions(
             [*params, *after, limit],
         )
     page = rows.fetchall()
-    last_page = len(page) < limit
-    if not last_page:
-        last = page[-1]
-        page += connection.execute(
-            f"{select} AND h.id = ? AND h.changed_at = ? AND h.seq > ? ORDER BY h.seq",
-            [*params, last[6], last[3], last[0]],
-        ).fetchall()
-    upto = None if last_page else page[-1][6]
-    page = list(by_memory(page, expired_versions(connection, scope, after, upto)))
-    if last_page or not page:
+    if len(page) < limit:
         return [to_version(row[1:]) for row in page], None
+    last = page[-1]
+    page += connection.execute(
+        f"{select} AND h.id = ? AND h.changed_at = ? AND h.seq > ? ORDER BY h.seq",
+        [*params, last[6], last[3], last[0]],
+    ).fetchall()
     return [to_version(row[1:]) for row in page], (page[-1][6], page[-1][0])
-
-
-def expired_versions(
-    connection: sqlite3.Connection,
-    scope: Scope,
-    after: Cursor | None = None,
-    upto: str | None = None,
-    now: str | None = None,
-) -> sqlite3.Cursor:
-    """Return the versions expiry made of memories no write has moved to the history yet.
-
-    Rows are shaped as :func:`versions` reads them, ``(seq, *VERSION_COLUMNS)``, by memory id,
-    with :data:`LAST_SEQ` for the row number: a memory's expiry is its last version. Only
-    memories past cursor ``after`` and with ids up to ``upto`` (when given) are read, as the
-    returned cursor is iterated.
-    """
-    where, scoped = scope_where(scope, "m")
-    params = list(scoped)
-    if after is not None:
-        where += " AND m.id > ?" if after[1] == LAST_SEQ else " AND m.id >= ?"
-        params.append(after[0])
-    if upto is not None:
-        where += " AND m.id <= ?"
-        params.append(upto)
-    return connection.execute(
-        f"SELECT {LAST_SEQ}, {EXPIRY_VERSION_COLUMNS} FROM {RECORDS} "
-        f"WHERE {where} AND {EXPIRED} ORDER BY m.id",
-        [*params, now or utc_timestamp()],
-    )
-
-
-def expired_count(connection: sqlite3.Connection, scope: Scope, now: str) -> int:
-    """Return how many rows :func:`expired_versions` gives for ``scope`` at ``now``."""
-    where, params = scope_where(scope, "m")
-    query = f"SELECT count(*) FROM memories AS m WHERE {where} AND {EXPIRED}"
-    return int(connection.execute(query, [*params, now]).fetchone()[0])
-
-
-LAST_SEQ = 2**63 - 1
-"""The row number of a version expiry made of a memory still in ``memories``: after any other."""
-
-
-def by_memory(kept: Iterable[Any], expired: Iterable[Any]) -> Iterator[Any]:
-    """Merge version rows of the history and of expiry by memory id, then row number."""
-    return heapq.merge(kept, expired, key=lambda row: (row[6], row[0]))
