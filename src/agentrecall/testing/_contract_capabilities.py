@@ -356,6 +356,31 @@ class CapabilityContract(ContractBase):
             assert (await store.get(again.id)).expires_at is None
 
     @pytest.mark.asyncio
+    async def test_expiry_an_add_that_dedups_lives_as_long_as_it_asked(self, store: Any) -> None:
+        """An add that finds its text stored makes that memory live at least as long as asked.
+
+        Its expiry moves to the later of the two, or goes when the add asked for none: a fact
+        added for good is not lost with an earlier copy added for a minute.
+        """
+        require(store, Capability.EXPIRY, Capability.GET)
+        brief = await store.add("Vegetarian cashew note", ttl=60)
+        assert (await store.add("Vegetarian cashew note")).id == brief.id
+        assert (await store.get(brief.id)).expires_at is None
+        dated = await store.add("Dated hazelnut note", expires_at="2100-01-01T00:00:00Z")
+        again = await store.add("Dated hazelnut note", expires_at="2200-01-01T00:00:00Z")
+        assert again.id == dated.id
+        assert (await store.get(dated.id)).expires_at == "2200-01-01T00:00:00.000Z"
+        assert (await store.add("Dated hazelnut note", ttl=60)).id == dated.id
+        assert (await store.get(dated.id)).expires_at == "2200-01-01T00:00:00.000Z"
+        if has(store, Capability.ADD_MANY):
+            soon = await store.add("Batched pistachio note", ttl=60)
+            results = await store.add_many(
+                [("Fresh chestnut note", None)] * 2 + [("Batched pistachio note", None)]
+            )
+            assert results[2].id == soon.id
+            assert (await store.get(soon.id)).expires_at is None
+
+    @pytest.mark.asyncio
     async def test_expiry_refuses_bad_lifetimes(self, store: Any) -> None:
         """A non-positive ``ttl``, both ``ttl`` and ``expires_at``, or a naive time raise."""
         require(store, Capability.EXPIRY)

@@ -150,7 +150,26 @@ async def add(
     await _settle(connection, tables, number, (rows, terms), held, found, counts)
     if counts is not None:
         await counts.write(connection, tables)
+    holders = {held[row[2]] for row in rows if held[row[2]] != row[0]}
+    if holders:
+        await outlive(connection, tables, sorted(holders), new.expires_at)
     return [AddResult(id=held[row[2]]) for row in rows]
+
+
+async def outlive(
+    connection: Connection, tables: Tables, ids: Sequence[str], expires_at: str | None
+) -> None:
+    """Let the memories an add found already stored live at least until its ``expires_at``.
+
+    An add that dedups to an earlier copy must not be lost with it: the copy's expiry moves
+    to the later of the two, and a copy that expires keeps none if the add asked for none.
+    """
+    await connection.execute(
+        f"UPDATE {tables.memories} SET expires_at = CASE WHEN %s::text IS NULL THEN NULL "
+        "ELSE greatest(expires_at, %s) END "
+        "WHERE store = %s AND expires_at IS NOT NULL AND id = ANY(%s)",
+        [expires_at, expires_at, tables.store, list(ids)],
+    )
 
 
 async def _settle(
