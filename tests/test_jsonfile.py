@@ -290,3 +290,11 @@ def test_clear_writes_an_empty_file_and_creates_none(tmp_path: Path) -> None:
         assert notes.clear() == 2
         assert notes.count() == 0
     assert json.loads(path.read_text(encoding="utf-8")) == []
+
+
+async def test_search_options_that_are_not_a_mapping_are_refused(tmp_path: Path) -> None:
+    store = JsonFileStore(name="notes", path=tmp_path / "notes.json")
+    await store.add("dark mode")
+    for options in ([1], "max_search_results=3", 3):
+        with pytest.raises(InvalidArgumentError, match="search options must be a mapping"):
+            await store.search("dark", options)  # type: ignore[arg-type]

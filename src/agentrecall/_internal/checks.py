@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import timedelta
 
 from agentrecall._internal.jsonvalue import check_json_object
@@ -212,3 +212,22 @@ def _shown(value: object) -> str:
     if len(text) > 60:
         text = text[:57] + "..."
     return f"{text} ({type(value).__name__})"
+
+
+def requested_limit(options: object) -> int | None:
+    """Return a search's ``max_search_results`` option, checked, or ``None`` when not given.
+
+    Raises:
+        InvalidArgumentError: ``options`` is not ``None`` or a mapping, or the limit is not an
+            integer from 1 to 2**63 - 1.
+    """
+    if options is None:
+        return None
+    if not isinstance(options, Mapping):
+        raise InvalidArgumentError(
+            "search options must be a mapping such as {'max_search_results': 3}, "
+            f"got {type(options).__name__}"
+        )
+    requested = options.get("max_search_results")
+    check_limit(requested, "max_search_results")
+    return requested

@@ -24,6 +24,7 @@ from agentrecall._internal.checks import (
     check_offset,
     check_optional_text,
     check_pairs,
+    requested_limit,
     seconds,
 )
 from agentrecall._internal.jsonvalue import check_json_object
@@ -343,13 +344,7 @@ class StoreFront:
                 needs an embedder this store lacks.
             ImportError: a mode other than keyword without ``numpy``.
         """
-        if options is not None and not isinstance(options, Mapping):
-            raise InvalidArgumentError(
-                "search options must be a mapping such as {'max_search_results': 3}, "
-                f"got {type(options).__name__}"
-            )
-        requested = None if options is None else options.get("max_search_results")
-        check_limit(requested, "max_search_results")
+        requested = requested_limit(options)
         if not isinstance(query, str):
             raise InvalidArgumentError(f"query must be a string, got {type(query).__name__}")
         mode, neighbours = self._search_settings.for_call(options, f"store '{self.name}'")

@@ -17,6 +17,7 @@ from agentrecall._internal.checks import (
     check_offset,
     check_optional_text,
     check_record,
+    requested_limit,
 )
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall._internal.ids import new_id
@@ -181,13 +182,12 @@ class JsonFileStore:
                 store's ``max_search_results`` applies, else 10.
 
         Raises:
-            InvalidArgumentError: ``query`` is not a string or the limit is not an integer
-                from 1 to 2**63 - 1.
+            InvalidArgumentError: ``query`` is not a string, ``options`` is not a mapping, or
+                the limit is not an integer from 1 to 2**63 - 1.
             InvalidFileError: the file exists but cannot be parsed.
             StorageError: the file cannot be read.
         """
-        requested = None if options is None else options.get("max_search_results")
-        check_limit(requested, "max_search_results")
+        requested = requested_limit(options)
         if not isinstance(query, str):
             raise InvalidArgumentError(f"query must be a string, got {type(query).__name__}")
         limit = requested or self.max_search_results or DEFAULT_MAX_SEARCH_RESULTS
