@@ -222,18 +222,15 @@ class ExtractionCoordinator:
                 if part:
                     await self._write(state, part)
                     done = part[-1][0]
-        except Exception as error:
+        except BaseException as error:
+            # What the parts before saved stays saved; the next save takes the rest again.
             state.mark = state.saved = max(done, state.saved)
+            self._trim()
+            if not isinstance(error, Exception):
+                raise  # cancelled (its event loop ended, say): not a failure
             state.failures += 1
             _log_failure(state, sum(1 for n, _ in pending if n > done), error)
-            self._trim()
             return
-        except BaseException:
-            # Cancelled (its event loop ended, say): not a failure, but what was not saved
-            # yet is not either, so the next save takes those messages again.
-            state.mark = state.saved = max(done, state.saved)
-            self._trim()
-            raise
         state.saved = state.mark
         if batch:
             state.failures = state.backoff_requests = 0
