@@ -437,3 +437,37 @@ class TestCli:
     ) -> None:
         assert main(["migrate", str(tmp_path / "a.json"), str(tmp_path / "b.txt")]) == 2
         assert "use a file ending in .json, .db, .sqlite, .sqlite3" in capsys.readouterr().err
+
+
+async def test_migrate_files_with_an_embedder_stores_each_copied_memory_s_vector(
+    tmp_path: Path,
+) -> None:
+    from agentrecall.migrate import open_store
+    from agentrecall.testing import HashEmbedder
+
+    source = JsonFileStore(name="memory", path=tmp_path / "a.json")
+    await source.import_records(_records(25))
+    held = SQLiteStore(tmp_path / "held.db")
+    await held.add("walrus colony on the ice")
+    await held.aclose()
+    for target in ("new.db", "held.db"):
+        result = await migrate_files(
+            tmp_path / "a.json", tmp_path / target, embedder=HashEmbedder()
+        )
+        assert (result.copied, result.skipped) == (25, 0)
+        store = SQLiteStore(tmp_path / target, embedder=HashEmbedder())
+        query = "memory 7 about walrus number7"  # its own content: the nearest vector
+        hits = await store.search(query, {"mode": "semantic", "max_search_results": 1})
+        assert [hit.id for hit in hits] == ["id-7"]
+        with closing(sqlite3.connect(tmp_path / target)) as db:
+            assert db.execute("SELECT count(*) FROM memory_vectors").fetchone()[0] == 25
+        assert await store.reindex() == (1 if target == "held.db" else 0)  # only the one held
+        await store.aclose()
+    # A JSON file keeps no vectors: refused before the source is even looked for.
+    for call in (
+        lambda: migrate_files(tmp_path / "none.json", tmp_path / "b.json", embedder=HashEmbedder()),
+        lambda: asyncio.sleep(0, open_store(tmp_path / "b.json", embedder=HashEmbedder())),
+    ):
+        with pytest.raises(InvalidArgumentError, match=r"embedder: the JSON memory file .*b\.json"):
+            await call()
+    assert not (tmp_path / "b.json").exists()

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TextIO, cast
 
 from agentrecall._internal.checks import check_limit
+from agentrecall.embeddings.base import Embedder
 from agentrecall.errors import InvalidArgumentError, StorageError
 from agentrecall.storage.local import _fsync_directory
 from agentrecall.stores.base import Capability
@@ -367,26 +368,39 @@ def store_kind(path: str | os.PathLike[str]) -> str:
     return kind
 
 
-def open_store(path: str | os.PathLike[str], *, must_exist: bool = False) -> Any:
+def open_store(
+    path: str | os.PathLike[str], *, must_exist: bool = False, embedder: Embedder | None = None
+) -> Any:
     """Return the store kept in ``path``, chosen by :func:`store_kind`; no I/O beyond a check.
 
     A PostgreSQL URL opens its database's ``PostgresStore`` named ``memory`` (schema
-    ``agentrecall``); ``must_exist`` does not apply to it.
+    ``agentrecall``); ``must_exist`` does not apply to it. An SQLite or PostgreSQL store gets
+    ``embedder``: every memory written through it gets its vector.
 
     Raises:
-        InvalidArgumentError: an unknown extension, or ``must_exist`` and no such file.
+        InvalidArgumentError: an unknown extension, ``must_exist`` and no such file, or an
+            ``embedder`` for a JSON file, which keeps no vectors.
         ImportError: a PostgreSQL URL without the ``postgres`` extra.
     """
     kind = store_kind(path)
     if kind == "postgres":
         from agentrecall.stores.postgres import PostgresStore
 
-        return PostgresStore(os.fspath(path))
+        return PostgresStore(os.fspath(path), embedder=embedder)
+    if kind == "json" and embedder is not None:
+        raise _no_vectors(path)
     if must_exist and not os.path.isfile(path):
         raise InvalidArgumentError(f"no store file at '{os.fspath(path)}'")
     if kind == "json":
         return JsonFileStore(name="memory", path=path)
-    return SQLiteStore(path)
+    return SQLiteStore(path, embedder=embedder)
+
+
+def _no_vectors(path: str | os.PathLike[str]) -> InvalidArgumentError:
+    return InvalidArgumentError(
+        f"embedder: the JSON memory file '{os.fspath(path)}' keeps no vectors for search by "
+        "meaning; migrate into an SQLite file or a PostgreSQL database to store them"
+    )
 
 
 async def migrate_files(
@@ -398,12 +412,20 @@ async def migrate_files(
     flatten: bool = False,
     drop_history: bool = False,
     drop_expiry: bool = False,
+    embedder: Embedder | None = None,
 ) -> MigrationResult:
     """Copy the store in file ``source`` into the store in file ``destination``.
 
     The source must exist; the destination is created when missing. Options and errors are
     those of :func:`open_store` and :func:`migrate`, plus an ``InvalidArgumentError`` when
-    both name the same file. What a failure (or an interrupt, such as Ctrl-C) leaves:
+    both name the same file. With ``embedder`` (an SQLite or PostgreSQL destination only:
+    a JSON one is refused before anything is read), each memory copied gets its vector in
+    the transaction that stores it, the vector :meth:`SQLiteStore.reindex` would store, so
+    search by meaning finds it once the migration returns; a destination holding vectors of
+    another model (or dimension) is refused by the first batch, which then stores nothing.
+    The embedder runs in the store's worker thread, never on the event loop. Memories the
+    destination held before keep what they had (a ``reindex`` embeds those without one).
+    What a failure (an embedder's too, or an interrupt, such as Ctrl-C) leaves:
 
     * nothing is written when the source cannot be read, or when the copy would lose scopes,
       expiry or history;
@@ -422,22 +444,24 @@ async def migrate_files(
         and os.path.realpath(source) == os.path.realpath(destination)
     ):
         raise InvalidArgumentError(f"source and destination are the same store: '{source}'")
+    kind = store_kind(destination)
+    if kind == "json" and embedder is not None:
+        raise _no_vectors(destination)
     options: dict[str, Any] = {"batch": batch, "progress": progress}
     options.update(flatten=flatten, drop_history=drop_history, drop_expiry=drop_expiry)
     reader = open_store(source, must_exist=True)
     try:
-        kind = store_kind(destination)
         if kind == "json":
             return await _into_json(reader, JsonFileStore(name="memory", path=destination), options)
         if kind == "postgres":
             # A server's store is merged into a batch per transaction, as an existing SQLite
             # file is: what was copied stays, and running the migration again copies the rest.
-            writer = open_store(destination)
+            writer = open_store(destination, embedder=embedder)
             try:
                 return await migrate(reader, writer, **options)
             finally:
                 await writer.aclose()
-        return await _into_sqlite(reader, os.fspath(destination), options)
+        return await _into_sqlite(reader, os.fspath(destination), options, embedder)
     finally:
         if not isinstance(reader, JsonFileStore):
             await reader.aclose()
@@ -457,27 +481,30 @@ async def _into_json(
 
 
 async def _into_sqlite(
-    reader: RecordSource, destination: str, options: dict[str, Any]
+    reader: RecordSource, destination: str, options: dict[str, Any], embedder: Embedder | None
 ) -> MigrationResult:
     """Migrate into an SQLite file: in place if it exists, else through a temporary file."""
     if os.path.lexists(destination):
-        writer = SQLiteStore(destination)
+        writer = SQLiteStore(destination, embedder=embedder)
         try:
             return await migrate(reader, writer, **options)
         finally:
             await writer.aclose()
-    async with staged_sqlite(destination) as staged:
+    async with staged_sqlite(destination, embedder=embedder) as staged:
         return await migrate(reader, staged, **options)
 
 
 @asynccontextmanager
-async def staged_sqlite(destination: str | os.PathLike[str]) -> AsyncIterator[SQLiteStore]:
+async def staged_sqlite(
+    destination: str | os.PathLike[str], *, embedder: Embedder | None = None
+) -> AsyncIterator[SQLiteStore]:
     """Yield a store in a hidden temporary file beside ``destination``, published on success.
 
     When the ``with`` block ends without an exception, the store is closed and its file
     takes the name ``destination`` (none is made if nothing was written); on an exception
     (or an interrupt) the temporary file is removed, so ``destination`` appears complete or
-    not at all. An existing ``destination`` is never replaced.
+    not at all. An existing ``destination`` is never replaced. The store gets ``embedder``,
+    as :class:`SQLiteStore` takes it: what is written through it gets its vectors.
 
     Raises:
         StorageError: ``destination`` was created by something else meanwhile.
@@ -486,7 +513,7 @@ async def staged_sqlite(destination: str | os.PathLike[str]) -> AsyncIterator[SQ
     temp = os.path.join(directory, f".{name}.{uuid.uuid4().hex[:12]}.migrating")
     # No fsync per batch: the file counts only once published, and closing it checkpoints
     # with fsync (synchronous=NORMAL syncs every checkpoint) before the rename.
-    writer = SQLiteStore(temp, fsync=False)
+    writer = SQLiteStore(temp, fsync=False, embedder=embedder)
     published = False
     try:
         yield writer

@@ -8,6 +8,7 @@ of your own), the way other tools name an application to run.
 
 from __future__ import annotations
 
+import argparse
 import importlib
 
 from agentrecall.embeddings.adapters import embedder_from
@@ -15,6 +16,22 @@ from agentrecall.embeddings.base import Embedder
 from agentrecall.errors import InvalidArgumentError
 
 LOCAL = "local"
+
+
+def add_option(parser: argparse.ArgumentParser, *, each: str, later: str) -> None:
+    """Add an optional ``--embedder`` to ``parser``: the vectors of what the command writes.
+
+    ``each`` names whose vector is stored ("the memory's"), ``later`` what happens without
+    the option ("the memory gets one").
+    """
+    # Without it nothing is embedded: search by meaning finds the memories after a reindex.
+    parser.add_argument(
+        "--embedder",
+        metavar="NAME",
+        help=f"also store {each} vector for search by meaning, made by this model: "
+        f"'{LOCAL}' or MODULE:CALLABLE, the model the store's vectors come from (without it, "
+        f"{later} at the next 'agentrecall reindex')",
+    )
 
 
 def embedder_named(name: str) -> Embedder:

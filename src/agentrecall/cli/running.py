@@ -45,15 +45,28 @@ def run(command: Command, args: argparse.Namespace) -> int:
     Closing the facade closes an SQLite store's connection, which folds the WAL back into the
     database file before the command returns, also when run in-process.
     """
-    store = opening.open_store(args, default=DEFAULT_STORE, embedder=_embedder(args))
-    check(store, args)
+    store = opened(args, default=DEFAULT_STORE, embedder=embedder_of(args))
     with SyncStore(opening.scoped(store, args)) as memory:
         upgrading.prepare(memory)
         return command(memory, args)
 
 
-def check(store: MemoryStore, args: argparse.Namespace) -> None:
+def opened(args: argparse.Namespace, *, default: str, embedder: Embedder | None) -> MemoryStore:
+    """Return the store the options name, given ``embedder``, once it can serve the command.
+
+    Raises:
+        InvalidArgumentError: as :func:`check`, or an option's value is unusable.
+        StorageError: as :func:`agentrecall.cli.opening.open_store`.
+    """
+    store = opening.open_store(args, default=default, embedder=embedder)
+    check(store, args)
+    return store
+
+
+def check(store: MemoryStore, args: argparse.Namespace, *, hint: str = SQLITE_HINT) -> None:
     """Refuse options and commands ``store`` has no capability for.
+
+    ``hint`` ends the message of an option the store cannot serve: where to find one that can.
 
     Raises:
         InvalidArgumentError: naming the first option (or the command) the store cannot serve.
@@ -76,10 +89,10 @@ def check(store: MemoryStore, args: argparse.Namespace) -> None:
     for option, (capability, what) in OPTION_NEEDS.items():
         if getattr(args, option, None) is not None and capability not in declared:
             flag = "--" + option.replace("_", "-")
-            raise InvalidArgumentError(f"{flag}: {kind} has no {what}; {SQLITE_HINT}")
+            raise InvalidArgumentError(f"{flag}: {kind} has no {what}; {hint}")
 
 
-def _embedder(args: argparse.Namespace) -> Embedder | None:
+def embedder_of(args: argparse.Namespace) -> Embedder | None:
     """The embedder the command needs: ``--embedder``, or the local model for a search by meaning.
 
     A keyword search loads no model.

@@ -28,9 +28,10 @@ import uuid
 from collections.abc import Iterator
 from typing import Any, BinaryIO, cast
 
-from agentrecall.cli import opening, report
+from agentrecall.cli import embedding, opening, report, running
 from agentrecall.cli.options import DEFAULT_STORE, SCOPE_OPTIONS, Parents, command
 from agentrecall.cli.progress import terminal_bar
+from agentrecall.embeddings.base import Embedder
 from agentrecall.errors import AgentRecallError, InvalidArgumentError, StorageError
 from agentrecall.stores.base import MemoryStore
 from agentrecall.stores.sqlite import SQLiteStore
@@ -73,6 +74,7 @@ def register(commands: Any, parents: Parents) -> None:
         help="add the memories of an export or a Strands memory file",
         example="agentrecall --db memory.db export | agentrecall --db copy.db import -\n"
         "agentrecall --db memory.db import strands-memory.json --skip-existing\n"
+        "agentrecall --db memory.db import strands-memory.json --embedder local\n"
         "agentrecall --db memory.db export | agentrecall --dsn postgresql://me@db/app import -",
         epilog=IMPORT_EPILOG,
     )
@@ -82,6 +84,7 @@ def register(commands: Any, parents: Parents) -> None:
         action="store_true",
         help="leave out memories whose id the store holds, instead of stopping",
     )
+    embedding.add_option(load, each="each imported memory's", later="they get theirs")
     load.set_defaults(serve=lambda args: _import(args, DEFAULT_STORE))
 
 
@@ -120,14 +123,15 @@ async def _exported(
 
 def _import(args: argparse.Namespace, default: str) -> int:
     args.creates = True
-    store = opening.open_store(args, default=default)
+    embedder = running.embedder_of(args)
+    store = running.opened(args, default=default, embedder=embedder)
     fresh = isinstance(store, SQLiteStore) and opening.size_of(store.path) is None
     path = opening.shown(store)
     done = _Progress()
     try:
         with _no_cycle_collector(), terminal_bar() as bar, _source(args.file) as (stream, where):
             done.bar = bar
-            result = asyncio.run(_imported(store, fresh, stream, where, args, done))
+            result = asyncio.run(_imported(store, embedder, fresh, stream, where, args, done))
     except KeyboardInterrupt:
         raise KeyboardInterrupt(_kept(store, fresh, done.count)) from None
     except (AgentRecallError, OSError, ValueError) as error:
@@ -147,6 +151,7 @@ def _import(args: argparse.Namespace, default: str) -> int:
 
 async def _imported(
     store: MemoryStore,
+    embedder: Embedder | None,
     fresh: bool,
     stream: BinaryIO,
     where: str,
@@ -163,7 +168,7 @@ async def _imported(
         if isinstance(store, SQLiteStore) and fresh:
             # Published whole at the end, so how its batches are cut is not seen.
             options["taper"] = True
-            async with staged_sqlite(store.path) as staged:
+            async with staged_sqlite(store.path, embedder=embedder) as staged:
                 await staged.setup()  # an import of no memories still makes the (empty) store
                 return await import_stream(stream, where, opening.scoped(staged, args), **options)
         return await import_stream(stream, where, opening.scoped(store, args), **options)

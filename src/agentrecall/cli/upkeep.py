@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrecall._internal.text import plural
-from agentrecall.cli import opening, report
+from agentrecall.cli import embedding, opening, report
 from agentrecall.cli.embedding import LOCAL, embedder_named
 from agentrecall.cli.options import Parents, command, emit
 from agentrecall.cli.progress import terminal_bar
@@ -45,7 +45,8 @@ def register_file_commands(commands: Any, parents: Parents) -> None:
         "migrate",
         parents.output,
         help="copy every memory of one store into another (files or PostgreSQL), keeping ids",
-        example="agentrecall migrate memory.json memory.db",
+        example="agentrecall migrate memory.json memory.db\n"
+        "agentrecall migrate memory.json memory.db --embedder local",
     )
     migrate.add_argument(
         "source",
@@ -67,6 +68,11 @@ def register_file_commands(commands: Any, parents: Parents) -> None:
         "--drop-expiry",
         action="store_true",
         help="copy memories that expire without their expiry, kept for good (into a JSON file)",
+    )
+    embedding.add_option(
+        migrate,
+        each="each copied memory's",
+        later="they get theirs",
     )
     migrate.set_defaults(storeless=_migrate, verb="migrate")
 
@@ -165,13 +171,7 @@ def _eval_locomo(args: argparse.Namespace) -> int:
 def _migrate(args: argparse.Namespace) -> int:
     from agentrecall.cli.migrating import migrate_to
 
-    result = migrate_to(
-        args.source,
-        args.destination,
-        flatten=args.flatten,
-        drop_history=args.drop_history,
-        drop_expiry=args.drop_expiry,
-    )
+    result = migrate_to(args)
     source, destination = _shown_store(args.source), _shown_store(args.destination)
     data: dict[str, object] = {"source": source, "destination": destination}
     data.update(copied=result.copied, skipped=result.skipped, versions=result.versions)

@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from agentrecall._internal.text import plural
-from agentrecall.cli import opening, report, values
+from agentrecall.cli import embedding, opening, report, values
 from agentrecall.cli.options import Parents, command, emit, scope_of, wants_json
 from agentrecall.cli.reading import not_found, record_json
 from agentrecall.stores.base import Capability
@@ -41,7 +41,7 @@ def register(commands: Any, parents: Parents) -> None:
         help="forget it after this long: seconds, or 90m, 12h, 30d, 2w (SQLite and "
         "PostgreSQL stores)",
     )
-    _embedder_option(add)
+    embedding.add_option(add, each="the memory's", later="the memory gets one")
     add.set_defaults(command=_add, verb="add", creates=True)
 
     update = command(
@@ -58,7 +58,7 @@ def register(commands: Any, parents: Parents) -> None:
     )
     _content_options(update, replaces=True)
     _reason_option(update, "update")
-    _embedder_option(update)
+    embedding.add_option(update, each="the memory's", later="the memory gets one")
     update.set_defaults(command=_update, verb="update", needs=Capability.UPDATE)
 
     delete = command(
@@ -98,17 +98,6 @@ def _content_options(parser: argparse.ArgumentParser, *, replaces: bool = False)
         default=[],
         metavar="KEY=VALUE",
         help="set one metadata key (repeatable); a VALUE that is JSON is kept as JSON",
-    )
-
-
-def _embedder_option(parser: argparse.ArgumentParser) -> None:
-    # Without it the memory gets no vector: search by meaning finds it after a reindex.
-    parser.add_argument(
-        "--embedder",
-        metavar="NAME",
-        help="also store the memory's vector for search by meaning, made by this model: "
-        "'local' or MODULE:CALLABLE, the model the store's vectors come from (without it, "
-        "the memory gets one at the next 'agentrecall reindex')",
     )
 
 
