@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,7 @@ from typing import Any
 import pytest
 
 from agentrecall import BufferMemory, InvalidArgumentError, JsonFileStore, StorageError
+from agentrecall.cli.main import main
 from agentrecall.storage import InMemoryStorage, LocalFileStorage
 from agentrecall.stores.sqlite import SQLiteStore
 from agentrecall.types import MemoryRecord
@@ -206,3 +209,122 @@ async def test_a_file_holding_surrogate_escapes_reads_and_stays_writable(tmp_pat
     rewritten = path.read_bytes()
     assert b'"caf\xc3\xa9 \\ud800"' in rewritten and b'"key\\ud800"' in rewritten
     assert [r["id"] for r in json.loads(rewritten)] == ["b", added.id]
+
+
+# --- ids with a lone surrogate, which only a JSON file written by another program holds -----
+
+ODD_ID = f"a{LONE}b"
+
+
+def _file_with_odd_ids(path: Path) -> None:
+    """Write a memory file whose ids ``a\\ud800b`` and ``\\udfff`` are JSON escapes."""
+    records = [
+        {"id": "plain", "content": "a plain memory", "createdAt": CREATED_AT},
+        {"id": "ODD", "content": "its id holds a lone surrogate", "createdAt": CREATED_AT},
+        {"id": "LOW", "content": "another one", "createdAt": CREATED_AT},
+    ]
+    text = json.dumps(records, indent=2).replace("ODD", "a\\ud800b").replace("LOW", "\\udfff")
+    path.write_bytes(text.encode())
+
+
+async def test_a_json_file_s_odd_id_can_be_fetched_and_deleted(tmp_path: Path) -> None:
+    path = tmp_path / "odd.json"
+    _file_with_odd_ids(path)
+    store = JsonFileStore(name="odd", path=path)
+    assert [r.id for r in await store.list()] == ["plain", ODD_ID, "\udfff"]
+    record = await store.get(ODD_ID)
+    assert record is not None and record.content == "its id holds a lone surrogate"
+    # Ids no memory has, odd or not, are simply not there; nothing is written.
+    before = path.read_bytes()
+    assert await store.get(f"x{LONE}") is None
+    assert await store.delete(f"x{LONE}") is False
+    assert await store.delete_many([f"x{LONE}", "missing"]) == 0
+    assert path.read_bytes() == before
+    assert await store.delete(ODD_ID) is True
+    assert await store.get(ODD_ID) is None
+    # The memories left are written back as they were: the other odd id keeps its escape.
+    assert b'"id": "\\udfff"' in path.read_bytes()
+    assert await store.delete_many(["\udfff", "plain"]) == 2
+    assert await store.count() == 0
+    for bad in (b"id", 7, None):
+        with pytest.raises(InvalidArgumentError, match="memory_id must be a string"):
+            await store.get(bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match=r"memory_ids\[1\] must be a string"):
+        await store.delete_many(["a", 7])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+async def test_sqlite_and_postgres_refuse_every_lookup_of_an_id_they_cannot_hold(
+    tmp_path: Path, request: pytest.FixtureRequest, kind: str
+) -> None:
+    # Such an id cannot be stored in SQLite nor PostgreSQL: asking either for one is refused,
+    # in the same message naming the argument, by every call that takes an id.
+    if kind == "sqlite":
+        store: Any = SQLiteStore(tmp_path / "memory.db")
+    else:
+        from agentrecall import PostgresStore
+
+        store = PostgresStore(request.getfixturevalue("postgres_dsn"))
+    await store.add("a memory")
+    for call, named in [
+        (lambda: store.get(ODD_ID), "memory_id"),
+        (lambda: store.delete(ODD_ID), "memory_id"),
+        (lambda: store.delete_many(["ok", ODD_ID]), r"memory_ids\[1\]"),
+        (lambda: store.update(ODD_ID, content="new"), "memory_id"),
+        (lambda: store.history(ODD_ID), "memory_id"),
+        (lambda: store.existing_ids([ODD_ID]), r"memory_ids\[0\]"),
+    ]:
+        with pytest.raises(InvalidArgumentError, match=f"{named} holds a lone surrogate"):
+            await call()
+    assert await store.count() == 1
+    await store.aclose()
+
+
+def _cli(*argv: str | bytes) -> subprocess.CompletedProcess[bytes]:
+    """Run the command line in a process of its own, its arguments passed as bytes as given."""
+    return subprocess.run(
+        [sys.executable, "-m", "agentrecall", *argv], capture_output=True, check=False
+    )
+
+
+def test_the_command_line_lists_fetches_and_deletes_an_odd_id(tmp_path: Path) -> None:
+    path = tmp_path / "odd.json"
+    _file_with_odd_ids(path)
+    where = ["--path", str(path)]
+    listed = _cli(*where, "list", "--oldest")
+    assert (listed.returncode, listed.stderr) == (0, b"")
+    lines = listed.stdout.decode().splitlines()
+    # Shown as its escape, which no other character of the line is.
+    assert [line.split()[1] for line in lines] == ["plain", "a\\ud800b", "\\udfff"]
+    listed = _cli(*where, "--json", "list")
+    assert listed.returncode == 0 and b'"id": "a\\ud800b"' in listed.stdout
+    assert {r["id"] for r in json.loads(listed.stdout)} == {"plain", ODD_ID, "\udfff"}
+    # bash's $'a\ud800b' passes these bytes: the surrogate as Python's surrogatepass writes it.
+    as_bash_passes_it = b"a\xed\xa0\x80b"
+    got = _cli(*where, "--json", "get", as_bash_passes_it)
+    assert (got.returncode, got.stderr) == (0, b"")
+    assert json.loads(got.stdout)["content"] == "its id holds a lone surrogate"
+    shown = _cli(*where, "get", as_bash_passes_it)
+    assert shown.returncode == 0 and shown.stdout.startswith(b"id          a\\ud800b\n")
+    deleted = _cli(*where, "delete", as_bash_passes_it)
+    assert (deleted.returncode, deleted.stdout) == (0, b"deleted a\\ud800b\n")
+    assert [r["id"] for r in json.loads(path.read_bytes())] == ["plain", "\udfff"]
+    missing = _cli(*where, "get", as_bash_passes_it)
+    assert (missing.returncode, missing.stdout) == (1, b"")
+    assert missing.stderr == b"agentrecall: error: no memory with id 'a\\ud800b'\n"
+    # A byte that is no character at all is still a usage mistake.
+    bad = _cli(*where, "get", b"a\xffb")
+    assert bad.returncode == 2 and b"argument id: not UTF-8 text" in bad.stderr
+
+
+def test_the_command_line_refuses_an_odd_id_for_an_sqlite_store_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = ["--db", str(tmp_path / "m.db")]
+    assert main([*db, "add", "a memory"]) == 0
+    for command in (["get", ODD_ID], ["delete", ODD_ID], ["history", ODD_ID]):
+        capsys.readouterr()
+        assert main([*db, *command]) == 1
+        out, err = capsys.readouterr()
+        assert out == "" and err.count("\n") == 1
+        assert "memory_id holds a lone surrogate '\\ud800' at index 1" in err, command

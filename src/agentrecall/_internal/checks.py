@@ -113,19 +113,27 @@ def check_optional_text(value: object, argument: str) -> None:
     check_text(value, argument)
 
 
-def check_id(memory_id: object, argument: str = "memory_id") -> str:
-    """Return ``memory_id`` once it is a string UTF-8 can encode, or refuse it."""
+def check_id(memory_id: object, argument: str = "memory_id", *, encodable: bool = True) -> str:
+    """Return ``memory_id`` once it is a string UTF-8 can encode, or refuse it.
+
+    With ``encodable=False`` any string is taken, lone surrogates included: for a store that
+    can hold such an id (a JSON file another program wrote), a lookup must reach it.
+    """
     if not isinstance(memory_id, str):
         raise InvalidArgumentError(f"{argument} must be a string, got {_shown(memory_id)}")
-    check_text(memory_id, argument)
+    if encodable:
+        check_text(memory_id, argument)
     return memory_id
 
 
-def check_ids(memory_ids: Iterable[str], argument: str = "memory_ids") -> list[str]:
+def check_ids(
+    memory_ids: Iterable[str], argument: str = "memory_ids", *, encodable: bool = True
+) -> list[str]:
     """Return the ids as a list once each is a string; a lone string or bytes is refused.
 
     A string is itself an iterable (of characters), so passing one id where a list of ids
-    is expected would otherwise address one id per character.
+    is expected would otherwise address one id per character. Each id is checked as
+    :func:`check_id` checks it, with ``encodable``.
     """
     if isinstance(memory_ids, (str, bytes, bytearray)):
         raise InvalidArgumentError(
@@ -141,12 +149,13 @@ def check_ids(memory_ids: Iterable[str], argument: str = "memory_ids") -> list[s
     try:
         # One join answers for the common list, all strings and all encodable, at a tenth of
         # the time of checking the ids one by one; any other list is checked one by one.
-        if not has_surrogate("".join(ids)):
+        joined = "".join(ids)
+        if not encodable or not has_surrogate(joined):
             return ids
     except TypeError:
         pass
     for index, memory_id in enumerate(ids):
-        check_id(memory_id, f"{argument}[{index}]")
+        check_id(memory_id, f"{argument}[{index}]", encodable=encodable)
     return ids
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from agentrecall._internal.text import escape_surrogates
 from agentrecall.cli import report, values
 
 DEFAULT_STORE = "memory"
@@ -142,11 +143,16 @@ def wants_json(args: argparse.Namespace) -> bool:
 
 
 def emit(args: argparse.Namespace, data: Any, text: str) -> None:
-    """Print ``data`` as JSON with ``--json``, else ``text``."""
+    r"""Print ``data`` as JSON with ``--json``, else ``text``.
+
+    A lone surrogate (a JSON file another program wrote may hold one, in an id or a text)
+    has no bytes in any output encoding: it is written as its escape, ``\ud800``. In JSON
+    that is JSON's own escape, which reads back as the same character.
+    """
     if wants_json(args):
-        report.emit(json.dumps(data, ensure_ascii=False, indent=2))
+        report.emit(escape_surrogates(json.dumps(data, ensure_ascii=False, indent=2)))
     else:
-        report.emit(text)
+        report.emit(report.printable(text))
 
 
 def scope_of(args: argparse.Namespace) -> dict[str, str]:

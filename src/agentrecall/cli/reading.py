@@ -32,7 +32,7 @@ def register(commands: Any, parents: Parents) -> None:
     get = command(
         commands, "get", parents.store, help="show one memory", example="agentrecall get ID"
     )
-    get.add_argument("id", type=values.utf8, help="the memory's id")
+    get.add_argument("id", type=values.memory_id, help="the memory's id")
     get.set_defaults(command=_get, verb="get", reads_only=True)
     _list_parser(commands, parents)
     history = command(
@@ -43,7 +43,7 @@ def register(commands: Any, parents: Parents) -> None:
         example="agentrecall history ID",
     )
     history.add_argument(
-        "id", type=values.utf8, help="the memory's id (a deleted memory's history is kept)"
+        "id", type=values.memory_id, help="the memory's id (a deleted memory's history is kept)"
     )
     history.set_defaults(
         command=_history, verb="history", reads_only=True, needs=Capability.HISTORY

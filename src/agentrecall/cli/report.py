@@ -265,10 +265,11 @@ def _write_stderr(text: str) -> None:
         pass  # nowhere left to say it
 
 
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 """What a terminal would act on rather than show: control characters other than tab and line
 feed (escape sequences can recolour, retitle or rewrite the screen) and the bidirectional
-overrides that make text read in another order than it is stored."""
+overrides that make text read in another order than it is stored; and lone surrogates, which
+no output encoding can write (a JSON file another program wrote may hold one)."""
 
 _NAMED = {"\r": "\\r"}
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -42,6 +43,26 @@ def utf8(value: str) -> str:
             f"not UTF-8 text (a byte that is not UTF-8 at character {error.start})"
         ) from error
     return value
+
+
+def memory_id(value: str) -> str:
+    r"""A memory's id: UTF-8 text, or the bytes of a lone surrogate that a JSON file's id holds.
+
+    A JSON file another program wrote may hold an id such as ``"a\ud800b"``, which the
+    command line shows as ``a\ud800b``; bash's ``$'a\ud800b'`` passes it as the bytes
+    ``61 ed a0 80 62``, which Python's ``surrogatepass`` reads back as that very id. Bytes
+    that are no character at all (a lone ``\xff``) are refused, as :func:`utf8` refuses them.
+    """
+    if value.isascii():
+        return value
+    try:
+        data = os.fsencode(value)
+    except UnicodeEncodeError:
+        return value  # already the characters themselves: main() was called from Python
+    try:
+        return data.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return utf8(value)  # refuses it, naming the character, as any other argument
 
 
 def scope_id(value: str) -> str:

@@ -52,7 +52,7 @@ def register(commands: Any, parents: Parents) -> None:
         example='agentrecall update ID "The user prefers window seats" --reason "asked again"\n'
         "agentrecall update ID --meta priority=1",
     )
-    update.add_argument("id", type=values.utf8, help="the memory's id")
+    update.add_argument("id", type=values.memory_id, help="the memory's id")
     update.add_argument(
         "text", nargs="?", type=values.utf8, help=f"the new content: {CONTENT_HELP}"
     )
@@ -69,7 +69,9 @@ def register(commands: Any, parents: Parents) -> None:
         epilog="Deletes the memories it finds; exit status 1 when an id was not found.",
         example="agentrecall delete ID\nagentrecall delete ID1 ID2 ID3 --reason outdated",
     )
-    delete.add_argument("ids", nargs="+", type=values.utf8, metavar="ID", help="the memories' ids")
+    delete.add_argument(
+        "ids", nargs="+", type=values.memory_id, metavar="ID", help="the memories' ids"
+    )
     _reason_option(delete, "deletion")
     delete.set_defaults(command=_delete, verb="delete")
 

@@ -77,7 +77,8 @@ class JsonFileStore:
       write, where the reference would write a file it then cannot read. Text with a lone
       surrogate (such as U+D800, which UTF-8 cannot encode) is refused too, in content, ids
       and metadata; a file in which another program wrote one as a JSON escape reads, and is
-      written back with the same escape.
+      written back with the same escape, and a memory whose id holds one can be fetched
+      and deleted by that id.
     * ``get``, ``delete``, ``list``, ``count``, ``clear`` and the batch ``add_many``.
     * File I/O runs in worker threads, never on the event loop.
     * A store may be used across ``os.fork()``: a fork waits for the store's call in
@@ -250,37 +251,43 @@ class JsonFileStore:
         return await self._offload(self._write_blocking, _Importer(batch))
 
     async def get(self, memory_id: str) -> MemoryRecord | None:
-        """Return the memory with ``memory_id``, or ``None``.
+        r"""Return the memory with ``memory_id``, or ``None``.
+
+        Any string is looked up, one with a lone surrogate too: a file another program wrote
+        may hold such an id (as a JSON escape, ``"\ud800"``), and what :meth:`list` shows
+        can be fetched.
 
         Raises:
             InvalidArgumentError: ``memory_id`` is not a string.
         """
-        check_id(memory_id)
+        check_id(memory_id, encodable=False)
         return await self._offload(self._get_blocking, memory_id)
 
     async def delete(self, memory_id: str) -> bool:
         """Forget the memory with ``memory_id``; return whether it existed.
 
-        A file edited by hand may hold an id more than once: every record with it goes.
+        A file edited by hand may hold an id more than once: every record with it goes. Any
+        string is looked up, as :meth:`get` does.
 
         Raises:
             InvalidArgumentError: ``memory_id`` is not a string, or the store is not writable.
         """
-        check_id(memory_id)
+        check_id(memory_id, encodable=False)
         return await self.delete_many([memory_id]) > 0
 
     async def delete_many(self, memory_ids: Iterable[str]) -> int:
         """Forget every memory whose id is given, with one file write; return how many.
 
         The count is of records removed: an id that a file edited by hand holds twice counts
-        twice.
+        twice. Ids with a lone surrogate are looked up, as :meth:`get` does; the memories
+        that stay are written back as they were, such escapes included.
 
         Raises:
             InvalidArgumentError: the store is not writable, ``memory_ids`` is a single string
                 rather than an iterable of ids, or an id is not a string (its index is given).
         """
         self._check_writable()
-        wanted = frozenset(check_ids(memory_ids))
+        wanted = frozenset(check_ids(memory_ids, encodable=False))
         if not wanted:
             return 0
         return await self._offload(self._delete_blocking, _Remover(wanted))
