@@ -217,6 +217,31 @@ async def test_another_model_is_refused_with_both_ids_and_the_reindex_command(
     assert contents(await plain.search("seat")) == [SEAT]
 
 
+async def test_another_model_is_refused_before_it_embeds_anything(
+    store: SQLiteStore, path: Path
+) -> None:
+    await store.add(SEAT)
+    await store.aclose()
+    other = HashEmbedder(64)
+    changed = SQLiteStore(path, embedder=other)
+    records = [
+        MemoryRecord(id=f"m{n}", content=f"imported memory {n}", created_at=_stamp())
+        for n in range(3)
+    ]
+    calls = (
+        lambda: changed.add("new memory"),
+        lambda: changed.add_many([("one", None), ("two", None)]),
+        lambda: changed.import_records(records),
+    )
+    for call in calls:
+        with pytest.raises(InvalidArgumentError, match=other.model_id):
+            await call()
+    # A large import into the wrong file fails at once instead of after embedding a batch.
+    assert other.calls == []
+    assert await changed.count() == 1
+    await changed.aclose()
+
+
 async def test_a_file_without_vectors_takes_any_model(path: Path) -> None:
     first = SQLiteStore(path, embedder=HashEmbedder(16))
     memory = await first.add("Plays chess")

@@ -33,7 +33,7 @@ from agentrecall.stores.front import (
     check_batch,
 )
 from agentrecall.stores.modes import SearchSettings
-from agentrecall.stores.sqlite import export, imports, reads, reindex, semantic, writes
+from agentrecall.stores.sqlite import export, imports, reads, reindex, semantic, vector_sql, writes
 from agentrecall.stores.sqlite.embedding import Embedding
 from agentrecall.stores.sqlite.narrowing import narrowings
 from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
@@ -385,10 +385,18 @@ class SQLiteStore(StoreFront):
     # --- plumbing -----------------------------------------------------------------------------
 
     async def _prepare(self, texts: Texts) -> PreparedVectors | None:
-        """Return the vectors of ``texts`` for a write, made in the worker (none: no embedder)."""
+        """Return the vectors of ``texts`` for a write, made in the worker (none: no embedder).
+
+        Raises:
+            InvalidArgumentError: the file holds vectors of another model; the model is not
+                run, so a large import into such a file is refused at once, not after its
+                first batch was embedded (the write checks again, for a change meanwhile).
+        """
         if self._vectors is None:
             return None
-        return await self._offload(self._vectors.embedding.prepare, texts)
+        embedding = self._vectors.embedding
+        await self._read(lambda db: vector_sql.check(db, embedding.model, embedding.path))
+        return await self._offload(embedding.prepare, texts)
 
     async def _offload(self, function: Callable[..., T], *args: Any) -> T:
         return await self._worker.run(function, *args)
