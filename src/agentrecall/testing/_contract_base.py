@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, ClassVar, Protocol
 
 import pytest
@@ -72,6 +73,17 @@ def score(hit: MemoryEntry) -> float:
 def moment(timestamp: str) -> datetime:
     """Return a stored timestamp as an aware datetime."""
     return datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+
+
+async def run_out(expires_at: str) -> None:
+    """Return once the wall clock, the one stores date by, has passed ``expires_at``.
+
+    Stores read no clock but the system's, so a lifetime can only run out in real time; this
+    waits exactly as long as that takes (a few milliseconds for the short lifetimes tests
+    give), rather than for a guessed while.
+    """
+    while (left := (moment(expires_at) - datetime.now(timezone.utc)).total_seconds()) >= 0:
+        await asyncio.sleep(left + 0.001)
 
 
 async def add_all(store: Any, contents: Iterable[str]) -> list[str]:
