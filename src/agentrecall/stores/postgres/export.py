@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall.stores.front import Conditions
+from agentrecall.stores.postgres import reads
 from agentrecall.stores.postgres.tables import (
     RECORD_COLUMNS,
     VERSION_COLUMNS,
@@ -34,29 +35,40 @@ async def snapshot(
 ) -> None:
     """Hand ``sink`` every unexpired memory of ``scope`` and every version it keeps.
 
+    An expired memory that no write has moved to the history yet is handed on as the version
+    its expiry makes, as :func:`~agentrecall.stores.postgres.reads.history` shows it.
+
     Memories come in the order ``list`` gives them, versions by memory id, then oldest first,
     at most ``batch`` per call; the counts are those of exactly what follows. Must run inside
     a transaction that has not read yet (it fixes the isolation level). ``sink``'s methods
     run in a worker thread, so a slow reader of the output never blocks the event loop.
     """
     await connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-    where, params = tables.where(Conditions(scope), utc_timestamp())
+    # One time for both: a memory expiring meanwhile is then a record or a version, once.
+    now = utc_timestamp()
+    where, params = tables.where(Conditions(scope), now)
     history, history_params = tables.scope_where(scope, "h")
+    expired, expired_params = reads.expired_query(tables, scope, now)
     memories = await _one(
         connection, f"SELECT count(*) FROM {tables.memories} AS m WHERE {where}", params
     )
     versions = await _one(
-        connection, f"SELECT count(*) FROM {tables.history} AS h WHERE {history}", history_params
+        connection,
+        f"SELECT (SELECT count(*) FROM {tables.history} AS h WHERE {history}) "
+        f"+ (SELECT count(*) FROM ({expired}) AS e)",
+        [*history_params, *expired_params],
     )
     await asyncio.to_thread(sink.counts, memories, versions)
     records = f"SELECT {RECORD_COLUMNS} FROM {tables.records} WHERE {where} ORDER BY m.seq"
     async for rows in _pages(connection, records, params, batch):
         await asyncio.to_thread(sink.records, [to_record(row) for row in rows])
+    # By memory id (column 7), then row number: an expiry after the memory's other versions.
     replaced = (
-        f"SELECT {VERSION_COLUMNS} FROM {tables.versions} WHERE {history} ORDER BY h.id, h.seq"
+        f"SELECT h.seq, {VERSION_COLUMNS} FROM {tables.versions} WHERE {history} "
+        f"UNION ALL {expired} ORDER BY 7, 1"
     )
-    async for rows in _pages(connection, replaced, history_params, batch):
-        await asyncio.to_thread(sink.versions, [to_version(row) for row in rows])
+    async for rows in _pages(connection, replaced, [*history_params, *expired_params], batch):
+        await asyncio.to_thread(sink.versions, [to_version(row[1:]) for row in rows])
 
 
 async def existing_ids(connection: Connection, tables: Tables, ids: Sequence[str]) -> set[str]:
