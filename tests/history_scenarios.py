@@ -6,14 +6,12 @@ Shared by the tests that copy a store and compare the copy with the original.
 from __future__ import annotations
 
 import itertools
-from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from hypothesis import strategies as st
 
 from agentrecall import InvalidArgumentError, MemoryRecord, MemoryVersion, SQLiteStore
-from agentrecall.stores.times import stored_time
-from agentrecall.testing._contract_base import run_out
+from agentrecall.testing._contract_base import LIFETIME, run_out, set_up, soon
 
 SCOPES: list[dict[str, str]] = [
     {},
@@ -84,16 +82,18 @@ async def play(store: SQLiteStore, steps: list[tuple[Any, ...]]) -> None:
 async def unpurged_expiries(store: Any) -> list[str]:
     """Fill ``store`` with memories that expired and that no write has purged yet; return ids.
 
-    Beside them: an updated memory, a deleted one, and one given an expiry already past, which
-    a later add purged. One expiring memory was updated three times first, in a scope, so a
-    page of versions can end inside its history. Returns once every expiry has passed.
+    Beside them: a memory that sets the store up, an updated one, a deleted one, and one given
+    an expiry already past, which a later add purged. One expiring memory was updated three
+    times first, in a scope, so a page of versions can end inside its history. Returns once
+    every expiry has passed.
     """
-    expiry = stored_time(datetime.now(timezone.utc) + timedelta(seconds=0.3))
+    await set_up(store)
+    expiry = soon()
     often = await store.scope(user_id="ana").add("changed often", {"n": 0}, expires_at=expiry)
     for n in range(1, 4):
         await store.update(often.id, metadata={"n": n}, reason=f"change {n}")
     short = await store.add_many(
-        [("short lived one", None), ("short lived two", {"b": 1})], ttl=0.3
+        [("short lived one", None), ("short lived two", {"b": 1})], ttl=LIFETIME
     )
     first = await store.add("first words")
     await store.update(first.id, content="second words")
@@ -138,7 +138,7 @@ async def check_unpurged_expiries(store: Any, copy: Any) -> None:
         assert [v async for page in store.versions(batch=batch) for v in page] == expected
     sink = ListSink()
     await store.snapshot(sink, batch=2)
-    assert sink.replaced == expected and sink.counted == (1, len(expected))
+    assert sink.replaced == expected and sink.counted == (2, len(expected))
     assert await copy.import_versions(expected) == len(expected)
     await store.add("a write, which purges the expired memories")
     assert [v for memory_id in sorted(ids) for v in await store.history(memory_id)] == expected

@@ -262,7 +262,7 @@ def test_the_cli_shows_an_expiry_in_the_history_dated_at_it_before_and_after_the
 
     async def fill() -> tuple[str, str]:
         async with SQLiteStore(path) as store:
-            memory = await store.add("Boarding at gate four", ttl=0.2)
+            memory = await store.add("Boarding at gate four", ttl=0.5)
             record = await store.get(memory.id)
             assert record is not None and record.expires_at is not None
             await run_out(record.expires_at)

@@ -15,6 +15,7 @@ from agentrecall.stores.base import Capability, MemoryStore
 from agentrecall.stores.times import stored_time
 from agentrecall.testing._contract_base import (
     FILLER,
+    LIFETIME,
     TIMESTAMP,
     ContractBase,
     StoreFactory,
@@ -25,6 +26,8 @@ from agentrecall.testing._contract_base import (
     require,
     run_out,
     score,
+    set_up,
+    soon,
     visible,
 )
 from agentrecall.types import MemoryRecord, MemoryVersion
@@ -442,7 +445,8 @@ class CapabilityContract(ContractBase):
         """
         store = make_store("expiring")
         require(store, Capability.EXPIRY, Capability.HISTORY, Capability.GET, Capability.UPDATE)
-        memory = await store.add("Boarding at gate four", {"gate": 4}, ttl=_LIFETIME)
+        await set_up(store)
+        memory = await store.add("Boarding at gate four", {"gate": 4}, ttl=LIFETIME)
         await store.update(memory.id, metadata={"gate": 5}, reason="gate changed")
         record = await store.get(memory.id)
         assert record is not None and record.expires_at is not None
@@ -480,7 +484,7 @@ class CapabilityContract(ContractBase):
         if has(store, Capability.DELETE):
             writes.append(lambda: store.delete(other.id, reason="done"))
         for number, write in enumerate(writes):
-            expiry = _soon()
+            expiry = soon()
             gone = await store.add(f"Expiring plum note {number}", {"n": number}, expires_at=expiry)
             await run_out(expiry)
             expected = [
@@ -499,13 +503,14 @@ class CapabilityContract(ContractBase):
     ) -> None:
         """An add that dedups moves the expiry later; the version is dated at the later one."""
         require(store, Capability.EXPIRY, Capability.HISTORY, Capability.GET)
-        first, later = _soon(), _soon(2 * _LIFETIME)
+        await set_up(store)
+        first, later = soon(), soon(2 * LIFETIME)
         memory = await store.add("Extended fig note", expires_at=first)
         assert (await store.add(" Extended fig note ", expires_at=later)).id == memory.id
         dedupped = [(memory.id, later)]
         if has(store, Capability.ADD_MANY):
             batched = await store.add("Batched fig note", expires_at=first)
-            results = await store.add_many([("Batched fig note", None)], ttl=2 * _LIFETIME)
+            results = await store.add_many([("Batched fig note", None)], ttl=2 * LIFETIME)
             assert results[0].id == batched.id
             record = await store.get(batched.id)
             assert record is not None and record.expires_at is not None
@@ -544,16 +549,7 @@ class CapabilityContract(ContractBase):
         assert await store.history(memory.id) == versions
 
 
-_LIFETIME = 0.2
-"""Seconds the memories of the expiry tests live: long enough for the add (and a read) to come
-well before the expiry on a loaded machine, short enough to wait for."""
-
 _PAST = "2001-01-01T00:00:00.000Z"
-
-
-def _soon(seconds: float = _LIFETIME) -> str:
-    """Return the stored time ``seconds`` from now."""
-    return stored_time(datetime.now(timezone.utc) + timedelta(seconds=seconds))
 
 
 def _unnamed(version: MemoryVersion) -> MemoryVersion:
