@@ -13,10 +13,11 @@ from subprocess import PIPE
 from typing import Any
 
 import pytest
-from history_scenarios import check_unpurged_expiries, unpurged_expiries
+from history_scenarios import ListSink, check_unpurged_expiries, unpurged_expiries
 from test_postgres_migrate import _url
 
 from agentrecall import MemoryRecord, MemoryVersion, PostgresStore, SQLiteStore, SyncStore
+from agentrecall.testing._contract_base import run_out, set_up, soon
 
 
 class WritingSink:
@@ -148,3 +149,29 @@ def _histories(store: SQLiteStore | PostgresStore, ids: list[str]) -> dict[str, 
             return found
 
     return asyncio.run(read())
+
+
+@pytest.mark.asyncio
+async def test_a_snapshot_merges_expiries_before_after_and_without_any_other_version(
+    postgres_dsn: str,
+) -> None:
+    store = PostgresStore(postgres_dsn)
+    await set_up(store)
+    expiry = soon()
+    alone = await store.add("Expires with no other version", expires_at=expiry)
+    await run_out(expiry)
+    for batch in (1, 5):
+        sink = ListSink()
+        await store.snapshot(sink, batch=batch)
+        assert sink.replaced == await store.history(alone.id) and len(sink.replaced) == 1
+    changed = await store.add("Changed once")
+    await store.update(changed.id, content="Changed twice")
+    expiry = soon()
+    last = await store.add("Expires after every other version", expires_at=expiry)
+    await run_out(expiry)
+    expected = [v for m in (alone, changed, last) for v in await store.history(m.id)]
+    for batch in (1, 2, 5):
+        sink = ListSink()
+        await store.snapshot(sink, batch=batch)
+        assert sink.replaced == expected and sink.counted == (2, 3)
+    await store.aclose()

@@ -97,12 +97,17 @@ def expired_from(after: Cursor) -> tuple[str, str]:
     return (">" if after[1] == EXPIRED_SEQ else ">=", after[0])
 
 
+def version_key(row: Any) -> tuple[str, int]:
+    """Return how a version row ``(seq, *version columns)`` sorts: memory id, then row number."""
+    return row[_MEMORY_ID], row[_SEQ]
+
+
 def by_memory(kept: Iterable[Any], expired: Iterable[Any]) -> Iterator[Any]:
-    """Merge version rows of the history and of expired memories by memory id, then row number.
+    """Merge version rows of the history and of expired memories by :func:`version_key`.
 
     Both are ``(seq, *version columns)`` rows, each sorted that way already.
     """
-    return heapq.merge(kept, expired, key=lambda row: (row[_MEMORY_ID], row[_SEQ]))
+    return heapq.merge(kept, expired, key=version_key)
 
 
 def versions_page(
@@ -128,5 +133,5 @@ def versions_page(
         bound = expired[-1][_MEMORY_ID]
         kept = [row for row in kept if row[_MEMORY_ID] <= bound]
     rows = list(by_memory(kept, shown))
-    ended = (rows[-1][_MEMORY_ID], rows[-1][_SEQ]) if rows and (full or more_expired) else None
+    ended = version_key(rows[-1]) if rows and (full or more_expired) else None
     return [version(row[1:]) for row in rows], ended

@@ -9,7 +9,8 @@ export holds one batch in memory, never the store.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import bisect
+from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentrecall._internal.clock import utc_timestamp
@@ -21,6 +22,7 @@ from agentrecall.stores.postgres.tables import (
     Connection,
     Tables,
 )
+from agentrecall.stores.records import by_memory, version_key
 from agentrecall.stores.records import record as to_record
 from agentrecall.stores.records import version as to_version
 from agentrecall.stores.scopes import Scope
@@ -62,12 +64,16 @@ async def snapshot(
     records = f"SELECT {RECORD_COLUMNS} FROM {tables.records} WHERE {where} ORDER BY m.seq"
     async for rows in _pages(connection, records, params, batch):
         await asyncio.to_thread(sink.records, [to_record(row) for row in rows])
-    # By memory id (column 7), then row number: an expiry after the memory's other versions.
+    # Few memories wait for a purge: read whole, they are merged into the history as it streams
+    # in index order (PostgreSQL would sort the whole history for an ordered UNION ALL).
+    cursor = await connection.execute(f"{expired} ORDER BY m.id", expired_params)
+    expiries = await cursor.fetchall()
     replaced = (
         f"SELECT h.seq, {VERSION_COLUMNS} FROM {tables.versions} WHERE {history} "
-        f"UNION ALL {expired} ORDER BY 7, 1"
+        "ORDER BY h.id, h.seq"
     )
-    async for rows in _pages(connection, replaced, [*history_params, *expired_params], batch):
+    pages = _pages(connection, replaced, history_params, batch)
+    async for rows in _merged(pages, expiries, batch):
         await asyncio.to_thread(sink.versions, [to_version(row[1:]) for row in rows])
 
 
@@ -88,6 +94,28 @@ async def existing_ids(connection: Connection, tables: Tables, ids: Sequence[str
 async def _one(connection: Connection, query: str, params: list[object]) -> int:
     row = await (await connection.execute(query, params)).fetchone()
     return int(row[0]) if row else 0
+
+
+async def _merged(
+    pages: AsyncIterator[list[Any]], expiries: list[Any], batch: int
+) -> AsyncIterator[list[Any]]:
+    """Yield the rows of ``pages`` with ``expiries`` merged in, ``batch`` at a time.
+
+    Both are sorted by :func:`~agentrecall.stores.records.version_key`, and so is the output.
+    """
+    ready: list[Any] = []
+    start = 0
+    async for rows in pages:
+        # The expiries before this page's last row belong in it; the rest may go with later ones.
+        stop = bisect.bisect_left(expiries, version_key(rows[-1]), lo=start, key=version_key)
+        ready += by_memory(rows, expiries[start:stop])
+        start = stop
+        while len(ready) >= batch:
+            yield ready[:batch]
+            ready = ready[batch:]
+    ready += expiries[start:]
+    for first in range(0, len(ready), batch):
+        yield ready[first : first + batch]
 
 
 async def _pages(connection: Connection, query: str, params: list[object], batch: int) -> Any:

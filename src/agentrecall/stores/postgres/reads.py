@@ -36,7 +36,7 @@ expiry, or when it was last written if it was given a time already past. The pur
 version so, and reads show it so until then (:data:`~agentrecall.stores.records.EXPIRED_SEQ`)."""
 
 EXPIRY_VERSION_COLUMNS = (
-    f"m.content, m.metadata::text, {EXPIRED_AT}, 'expire', NULL, m.id, "
+    f"m.content, m.metadata::text, {EXPIRED_AT}, 'expire'::text, NULL::text, m.id, "
     "s.user_id, s.agent_id, s.session_id"
 )
 """The columns of the version expiry makes of a memory, as ``VERSION_COLUMNS`` has them, over
