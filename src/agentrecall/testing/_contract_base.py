@@ -96,8 +96,8 @@ async def run_out(expires_at: str) -> None:
     """Return once the wall clock, the one stores date by, has passed ``expires_at``.
 
     Stores read no clock but the system's, so a lifetime can only run out in real time; this
-    waits exactly as long as that takes (a few milliseconds for the short lifetimes tests
-    give), rather than for a guessed while.
+    waits exactly as long as that takes (:data:`LIFETIME` at most, for a time from
+    :func:`soon`), rather than for a guessed while.
     """
     while (left := (moment(expires_at) - datetime.now(timezone.utc)).total_seconds()) >= 0:
         await asyncio.sleep(left + 0.001)
