@@ -10,7 +10,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from agentrecall import InvalidArgumentError, SQLiteStore
+from agentrecall import InvalidArgumentError, MemoryRecord, MemoryVersion, SQLiteStore
+from agentrecall.testing._contract_base import LIFETIME, run_out, set_up, soon
 
 SCOPES: list[dict[str, str]] = [
     {},
@@ -76,3 +77,72 @@ async def play(store: SQLiteStore, steps: list[tuple[Any, ...]]) -> None:
         elif ids:
             await store.delete(ids[target % len(ids)], reason=f"step {target}")
     await store.add("the last write purges what expired")
+
+
+async def unpurged_expiries(store: Any) -> list[str]:
+    """Fill ``store`` with memories that expired and that no write has purged yet; return ids.
+
+    Beside them: a memory that sets the store up, an updated one, a deleted one, and one given
+    an expiry already past, which a later add purged. One expiring memory was updated three
+    times first, in a scope, so a page of versions can end inside its history. Returns once
+    every expiry has passed.
+    """
+    await set_up(store)
+    expiry = soon()
+    often = await store.scope(user_id="ana").add("changed often", {"n": 0}, expires_at=expiry)
+    for n in range(1, 4):
+        await store.update(often.id, metadata={"n": n}, reason=f"change {n}")
+    short = await store.add_many(
+        [("short lived one", None), ("short lived two", {"b": 1})], ttl=LIFETIME
+    )
+    first = await store.add("first words")
+    await store.update(first.id, content="second words")
+    past = await store.add("never seen", expires_at=PAST)
+    last = await store.add("last words")  # purges ``past``
+    await store.delete(last.id, reason="gone")
+    expiries = [expiry] + [(await store.get(result.id)).expires_at for result in short]
+    await run_out(max(expiries))
+    return [often.id, *(result.id for result in short), first.id, past.id, last.id]
+
+
+class ListSink:
+    """A snapshot sink that keeps what it is given."""
+
+    def __init__(self) -> None:
+        self.counted: tuple[int, int] | None = None
+        self.memories: list[MemoryRecord] = []
+        self.replaced: list[MemoryVersion] = []
+
+    def counts(self, memories: int, versions: int) -> None:
+        self.counted = (memories, versions)
+
+    def records(self, batch: list[MemoryRecord]) -> None:
+        self.memories += batch
+
+    def versions(self, batch: list[MemoryVersion]) -> None:
+        self.replaced += batch
+
+
+async def check_unpurged_expiries(store: Any, copy: Any) -> None:
+    """Check every read of ``store``'s history holds its expiries, before and after the purge.
+
+    ``versions()`` at any page size, ``snapshot`` and its counts give each memory's versions
+    as ``history`` does, an expiry last and dated at it; the purge changes none of them, and
+    ``copy``, which imported them before the purge, takes none again after it.
+    """
+    ids = await unpurged_expiries(store)
+    expected = [v for memory_id in sorted(ids) for v in await store.history(memory_id)]
+    assert [v.change for v in expected].count("expire") == 4
+    assert [v.change for v in await store.history(ids[0])] == ["update"] * 3 + ["expire"]
+    for batch in (1, 2, 3, 100):
+        assert [v async for page in store.versions(batch=batch) for v in page] == expected
+    sink = ListSink()
+    await store.snapshot(sink, batch=2)
+    assert sink.replaced == expected and sink.counted == (2, len(expected))
+    assert await copy.import_versions(expected) == len(expected)
+    await store.add("a write, which purges the expired memories")
+    assert [v for memory_id in sorted(ids) for v in await store.history(memory_id)] == expected
+    for batch in (1, 3):
+        assert [v async for page in store.versions(batch=batch) for v in page] == expected
+    assert await copy.import_versions(expected) == 0
+    assert [v async for page in copy.versions() for v in page] == expected

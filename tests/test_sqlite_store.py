@@ -16,6 +16,7 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
+from history_scenarios import check_unpurged_expiries
 from hypothesis import given
 from hypothesis import strategies as st
 from sqlite_checks import check_full_text_index, old_database
@@ -30,6 +31,7 @@ from agentrecall.stores.sqlite import SQLiteStore, query
 from agentrecall.stores.sqlite.query import averages, candidate_query, match_expression
 from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
 from agentrecall.stores.sqlite.tables import CHUNK, FIRST_CHUNK, chunk_bounds, insert_statement
+from agentrecall.testing._contract_base import run_out
 from agentrecall.types import MemoryRecord
 
 
@@ -242,6 +244,37 @@ async def test_expiry(store: SQLiteStore) -> None:
         await store.add("x", ttl=0)
     with pytest.raises(InvalidArgumentError, match="not both"):
         await store.add("x", ttl=5, expires_at=past)
+
+
+async def test_copies_of_the_history_hold_an_expiry_no_write_has_purged_yet(
+    tmp_path: Path,
+) -> None:
+    store, copy = SQLiteStore(tmp_path / "m.db"), SQLiteStore(tmp_path / "copy.db")
+    await check_unpurged_expiries(store, copy)
+    await copy.aclose()
+    await store.aclose()
+
+
+def test_the_cli_shows_an_expiry_in_the_history_dated_at_it_before_and_after_the_purge(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "m.db"
+
+    async def fill() -> tuple[str, str]:
+        async with SQLiteStore(path) as store:
+            memory = await store.add("Boarding at gate four", ttl=0.5)
+            record = await store.get(memory.id)
+            assert record is not None and record.expires_at is not None
+            await run_out(record.expires_at)
+            return memory.id, record.expires_at
+
+    memory_id, expiry = asyncio.run(fill())
+    command = [sys.executable, "-m", "agentrecall", "--db", str(path)]
+    history = [*command, "history", memory_id]
+    shown = subprocess.run(history, capture_output=True, text=True, check=True).stdout
+    assert shown.split() == [expiry, "expire", "Boarding", "at", "gate", "four"]
+    subprocess.run([*command, "add", "a later write, which purges it"], check=True)
+    assert subprocess.run(history, capture_output=True, text=True, check=True).stdout == shown
 
 
 async def test_store_default_ttl(tmp_path: Path) -> None:

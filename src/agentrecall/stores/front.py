@@ -456,6 +456,11 @@ class StoreFront:
     async def history(self, memory_id: str) -> Versions:
         """Return the versions that updates, deletion or expiry replaced, oldest first.
 
+        An expired memory's last version (``change="expire"``) is here from the moment it
+        expires, dated at its final ``expires_at`` (after any add that dedupped to it moved
+        it later), or when it was last written if that was later (an expiry given already
+        past); the next write purges the memory and leaves this version as it was.
+
         Raises:
             InvalidArgumentError: ``memory_id`` is not a string.
         """
@@ -465,10 +470,12 @@ class StoreFront:
     async def versions(self, *, batch: int = DEFAULT_PAGE) -> AsyncGenerator[Versions, None]:
         """Yield every replaced version this scope keeps, of every memory, a page at a time.
 
-        Deleted memories' versions are included. Versions come by memory id, then oldest
-        first, each naming its memory and scope, in pages of about ``batch``: a page also
-        holds the further versions of its last memory replaced in the same millisecond, so it
-        never splits versions that could be identical (see :meth:`import_versions`). Each page
+        Deleted memories' versions are included, and expired ones' as soon as they expire,
+        as :meth:`history` gives them (an expiry after its memory's other versions, whether a
+        write has purged it yet or not). Versions come by memory id, then oldest first, each
+        naming its memory and scope, in pages of about ``batch``: a page also holds the
+        further versions of its last memory replaced in the same millisecond, so it never
+        splits versions that could be identical (see :meth:`import_versions`). Each page
         is one read; versions replaced while paging may or may not be included.
 
         Raises:

@@ -1,5 +1,8 @@
 """Rows of an SQL store decoded into the values stores return: records, versions, hits.
 
+Also the pages of versions both SQL backends read from two sources, the history and the
+memories that expired but are not purged yet (:data:`EXPIRED_SEQ`).
+
 Every SQL backend selects its columns in the order these functions read them: a memory as
 ``(id, content, metadata, created_at, updated_at, expires_at, user_id, agent_id,
 session_id)``, a version as ``(content, metadata, changed_at, change, reason, memory id,
@@ -9,8 +12,9 @@ metadata as JSON text.
 
 from __future__ import annotations
 
+import heapq
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from agentrecall.types import JsonObject, MemoryEntry, MemoryRecord, MemoryVersion
@@ -64,3 +68,70 @@ def hits(scored: Sequence[tuple[float, Any]]) -> list[MemoryEntry]:
         )
         for score, (_, memory_id, content, encoded) in scored
     ]
+
+
+Cursor = tuple[str, int]
+"""Where a page of versions ended: the last version's memory id and row number."""
+
+EXPIRED_SEQ = 2**63 - 1
+"""The row number of the version expiry makes of a memory no write has purged yet.
+
+An SQL backend keeps an expired memory in its table until a write purges it, and shows its
+final version from that row meanwhile, dated as the purge will date it: at its ``expires_at``
+(the final one, after any add that dedupped to it moved it later), or when it was last
+written if that is later (an expiry given already past). Such a version is the memory's last,
+so its row number follows every other; it fits a signed 64-bit integer, as both SQLite and
+PostgreSQL keep them.
+"""
+
+_SEQ, _MEMORY_ID = 0, 6
+"""Where a version row ``(seq, *version columns)`` holds its row number and its memory id."""
+
+
+def expired_from(after: Cursor) -> tuple[str, str]:
+    """Return the comparison and id past which a page's expired memories come after ``after``.
+
+    A cursor at :data:`EXPIRED_SEQ` ended on that memory's expiry, which must not come again;
+    any other may have ended before it.
+    """
+    return (">" if after[1] == EXPIRED_SEQ else ">=", after[0])
+
+
+def version_key(row: Any) -> tuple[str, int]:
+    """Return how a version row ``(seq, *version columns)`` sorts: memory id, then row number."""
+    return row[_MEMORY_ID], row[_SEQ]
+
+
+def by_memory(kept: Iterable[Any], expired: Iterable[Any]) -> Iterator[Any]:
+    """Merge version rows of the history and of expired memories by :func:`version_key`.
+
+    Both are ``(seq, *version columns)`` rows, each sorted that way already.
+    """
+    return heapq.merge(kept, expired, key=version_key)
+
+
+def versions_page(
+    kept: list[Any], full: bool, expired: list[Any], limit: int
+) -> tuple[list[MemoryVersion], Cursor | None]:
+    """Return a page of versions and where it ended (``None``: last) from two sorted reads.
+
+    ``kept`` is the history's next rows past the cursor, ``full`` whether their query reached
+    ``limit`` (so more follow); ``expired`` the next at most ``limit`` expired memories' rows
+    past the cursor (:func:`expired_from`). Both are ``(seq, *version columns)`` rows sorted
+    as :func:`by_memory` merges them. The page holds every version up to the first memory
+    either read may not have finished, so no version is skipped or given twice, and a
+    memory's expiry always comes after all of its other versions.
+    """
+    more_expired = len(expired) == limit
+    if full:
+        # The last memory's later versions may be on the next page; its expiry follows them.
+        last = kept[-1][_MEMORY_ID]
+        shown = [row for row in expired if row[_MEMORY_ID] < last]
+    else:
+        shown = expired
+    if more_expired:
+        bound = expired[-1][_MEMORY_ID]
+        kept = [row for row in kept if row[_MEMORY_ID] <= bound]
+    rows = list(by_memory(kept, shown))
+    ended = version_key(rows[-1]) if rows and (full or more_expired) else None
+    return [version(row[1:]) for row in rows], ended

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from typing import Any, ClassVar, Protocol
 
 import pytest
 
 from agentrecall.stores.base import Capability
+from agentrecall.stores.times import stored_time
 from agentrecall.types import MemoryEntry, MemoryRecord
 
 TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z\Z")
@@ -72,6 +74,33 @@ def score(hit: MemoryEntry) -> float:
 def moment(timestamp: str) -> datetime:
     """Return a stored timestamp as an aware datetime."""
     return datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+
+
+LIFETIME = 0.3
+"""Seconds the memories of the expiry tests live: long enough for the add (and a read) to come
+well before the expiry on a loaded machine, short enough to wait for. The store is set up
+first (:func:`set_up`), so its first write's migrations do not eat into it."""
+
+
+async def set_up(store: Any) -> None:
+    """Have ``store`` create its tables now, with a write of a memory no test looks at."""
+    await store.add("A note written so that the store is set up")
+
+
+def soon(seconds: float = LIFETIME) -> str:
+    """Return the stored time ``seconds`` from now."""
+    return stored_time(datetime.now(timezone.utc) + timedelta(seconds=seconds))
+
+
+async def run_out(expires_at: str) -> None:
+    """Return once the wall clock, the one stores date by, has passed ``expires_at``.
+
+    Stores read no clock but the system's, so a lifetime can only run out in real time; this
+    waits exactly as long as that takes (:data:`LIFETIME` at most, for a time from
+    :func:`soon`), rather than for a guessed while.
+    """
+    while (left := (moment(expires_at) - datetime.now(timezone.utc)).total_seconds()) >= 0:
+        await asyncio.sleep(left + 0.001)
 
 
 async def add_all(store: Any, contents: Iterable[str]) -> list[str]:

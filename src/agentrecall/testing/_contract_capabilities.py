@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta, timezone
@@ -11,8 +12,10 @@ from typing import Any
 import pytest
 
 from agentrecall.stores.base import Capability, MemoryStore
+from agentrecall.stores.times import stored_time
 from agentrecall.testing._contract_base import (
     FILLER,
+    LIFETIME,
     TIMESTAMP,
     ContractBase,
     StoreFactory,
@@ -21,10 +24,13 @@ from agentrecall.testing._contract_base import (
     has,
     moment,
     require,
+    run_out,
     score,
+    set_up,
+    soon,
     visible,
 )
-from agentrecall.types import MemoryRecord
+from agentrecall.types import MemoryRecord, MemoryVersion
 
 BOOKINGS: list[tuple[str, dict[str, Any] | None]] = [
     ("Ana booked a flight to Lisbon", {"user": "ana", "kind": "travel", "rank": 3, "pin": True}),
@@ -422,3 +428,130 @@ class CapabilityContract(ContractBase):
         memory = await store.add("Never changed")
         assert await store.history(memory.id) == []
         assert await store.history("no-such-id") == []
+
+    # --- HISTORY of an expiry -------------------------------------------------------------
+    # An expired memory's last version is in its history from the moment it expires, dated at
+    # its expiry, whether or when a later write purges it: reads before and after agree.
+
+    @pytest.mark.asyncio
+    async def test_history_an_expiry_is_the_last_version_once_the_ttl_passes(
+        self, make_store: StoreFactory
+    ) -> None:
+        """Once a ``ttl`` runs out, before any write, ``history`` ends with an ``expire``.
+
+        That version is the memory as it was (content and metadata), dated exactly at its
+        ``expires_at``, in every read of the history: ``versions()``, a read-only twin (which
+        cannot purge), not in another scope's view.
+        """
+        store = make_store("expiring")
+        require(store, Capability.EXPIRY, Capability.HISTORY, Capability.GET, Capability.UPDATE)
+        await set_up(store)
+        memory = await store.add("Boarding at gate four", {"gate": 4}, ttl=LIFETIME)
+        await store.update(memory.id, metadata={"gate": 5}, reason="gate changed")
+        record = await store.get(memory.id)
+        assert record is not None and record.expires_at is not None
+        await run_out(record.expires_at)
+        assert not await visible(store, memory.id, "gate")
+        versions = await store.history(memory.id)
+        assert [(v.content, v.metadata, v.change, v.reason) for v in versions] == [
+            ("Boarding at gate four", {"gate": 4}, "update", "gate changed"),
+            ("Boarding at gate four", {"gate": 5}, "expire", None),
+        ]
+        assert versions[-1].changed_at == record.expires_at
+        assert versions[-1].memory_id == memory.id
+        assert [v async for page in store.versions(batch=1) for v in page] == versions
+        if self.persistent:
+            assert await self.read_only_twin(make_store, "expiring").history(memory.id) == versions
+        if has(store, Capability.SCOPE):
+            assert await store.scope(user_id="someone else").history(memory.id) == []
+
+    @pytest.mark.asyncio
+    async def test_history_an_expiry_is_the_same_after_the_write_that_purges_it(
+        self, store: Any
+    ) -> None:
+        """Every kind of write purges what expired; the history reads the same before and after.
+
+        The version keeps its date (the expiry, not the purge) and its place after the memory's
+        other versions, in ``history`` and in ``versions()``.
+        """
+        require(store, Capability.EXPIRY, Capability.HISTORY)
+        other = await store.add("Another plum note, which later writes change")
+        writes: list[Callable[[], Awaitable[Any]]] = [lambda: store.add("A fresh plum note")]
+        if has(store, Capability.ADD_MANY):
+            writes.append(lambda: store.add_many([("A batched plum note", None)]))
+        if has(store, Capability.UPDATE):
+            writes.append(lambda: store.update(other.id, metadata={"changed": True}))
+        if has(store, Capability.DELETE):
+            writes.append(lambda: store.delete(other.id, reason="done"))
+        for number, write in enumerate(writes):
+            expiry = soon()
+            gone = await store.add(f"Expiring plum note {number}", {"n": number}, expires_at=expiry)
+            await run_out(expiry)
+            expected = [
+                MemoryVersion(f"Expiring plum note {number}", {"n": number}, expiry, "expire")
+            ]
+            before = await store.history(gone.id)
+            assert [_unnamed(v) for v in before] == expected, number
+            await write()
+            assert await store.history(gone.id) == before, number
+            found = [v async for page in store.versions(batch=1) for v in page]
+            assert [v for v in found if v.memory_id == gone.id] == before, number
+
+    @pytest.mark.asyncio
+    async def test_history_an_expiry_a_dedup_add_moved_is_dated_at_the_final_one(
+        self, store: Any
+    ) -> None:
+        """An add that dedups moves the expiry later; the version is dated at the later one."""
+        require(store, Capability.EXPIRY, Capability.HISTORY, Capability.GET)
+        await set_up(store)
+        first, later = soon(), soon(2 * LIFETIME)
+        memory = await store.add("Extended fig note", expires_at=first)
+        assert (await store.add(" Extended fig note ", expires_at=later)).id == memory.id
+        dedupped = [(memory.id, later)]
+        if has(store, Capability.ADD_MANY):
+            batched = await store.add("Batched fig note", expires_at=first)
+            results = await store.add_many([("Batched fig note", None)], ttl=2 * LIFETIME)
+            assert results[0].id == batched.id
+            record = await store.get(batched.id)
+            assert record is not None and record.expires_at is not None
+            assert record.expires_at > first
+            dedupped.append((batched.id, record.expires_at))
+        for memory_id, expiry in dedupped:
+            assert (await store.get(memory_id)).expires_at == expiry
+        await run_out(max(expiry for _, expiry in dedupped))
+        for memory_id, expiry in dedupped:
+            versions = await store.history(memory_id)
+            assert [(v.change, v.changed_at) for v in versions] == [("expire", expiry)]
+        await store.add("A later write, which purges them")
+        for memory_id, expiry in dedupped:
+            versions = await store.history(memory_id)
+            assert [(v.change, v.changed_at) for v in versions] == [("expire", expiry)]
+
+    @pytest.mark.asyncio
+    async def test_history_an_expiry_given_already_past_is_dated_when_written(
+        self, store: Any
+    ) -> None:
+        """An ``expires_at`` already past at the add dates the version at the add itself.
+
+        The memory was never visible, and its history does not claim it ended before it began.
+        """
+        require(store, Capability.EXPIRY, Capability.HISTORY)
+        start = stored_time(datetime.now(timezone.utc))
+        memory = await store.add("Already expired quince note", {"q": 1}, expires_at=_PAST)
+        end = stored_time(datetime.now(timezone.utc))
+        assert not await visible(store, memory.id, "quince")
+        versions = await store.history(memory.id)
+        assert [(v.content, v.metadata, v.change) for v in versions] == [
+            ("Already expired quince note", {"q": 1}, "expire")
+        ]
+        assert start <= versions[0].changed_at <= end
+        await store.add("A later write, which purges it")
+        assert await store.history(memory.id) == versions
+
+
+_PAST = "2001-01-01T00:00:00.000Z"
+
+
+def _unnamed(version: MemoryVersion) -> MemoryVersion:
+    """Return ``version`` without its memory id (the tests build versions before the add)."""
+    return dataclasses.replace(version, memory_id=None)

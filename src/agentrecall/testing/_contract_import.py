@@ -7,7 +7,15 @@ from typing import Any
 import pytest
 
 from agentrecall.stores.base import Capability
-from agentrecall.testing._contract_base import ContractBase, StoreFactory, has, require
+from agentrecall.testing._contract_base import (
+    ContractBase,
+    StoreFactory,
+    has,
+    require,
+    run_out,
+    set_up,
+    soon,
+)
 from agentrecall.types import MemoryRecord, MemoryVersion
 
 CREATED = "2024-05-01T10:00:00.000Z"
@@ -138,3 +146,28 @@ class ImportContract(ContractBase):
             await copy.import_versions(page)
         assert await copy.history(memory.id) == await source.history(memory.id)
         assert len(await copy.history(memory.id)) == 2
+
+    @pytest.mark.asyncio
+    async def test_history_copies_keep_an_expiry_no_write_has_purged(
+        self, make_store: StoreFactory
+    ) -> None:
+        """A copy of ``versions()`` taken before the purge holds the expiry, as after it.
+
+        The purge keeps the version's date (the expiry), so importing the copy again after it
+        adds nothing, and both stores give the memory the same history.
+        """
+        source, copy = make_store("source"), make_store("copy")
+        require(source, Capability.HISTORY, Capability.IMPORT, Capability.EXPIRY, Capability.SCOPE)
+        await set_up(source)
+        expiry = soon()
+        memory = await source.scope(user_id="ana").add("Lapsed visa", {"n": 1}, expires_at=expiry)
+        await run_out(expiry)
+        found = [v async for page in source.versions(batch=1) for v in page]
+        assert found == [
+            MemoryVersion("Lapsed visa", {"n": 1}, expiry, "expire", None, memory.id, "ana")
+        ]
+        assert await copy.import_versions(found) == 1
+        await source.add("A write, which purges the expired memory")
+        assert [v async for page in source.versions(batch=1) for v in page] == found
+        assert await copy.import_versions(found) == 0
+        assert await copy.history(memory.id) == await source.history(memory.id) == found

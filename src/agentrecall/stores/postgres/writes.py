@@ -28,6 +28,7 @@ from agentrecall._internal.ids import new_time_ordered_ids
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.stores.front import Change
 from agentrecall.stores.postgres import vectors
+from agentrecall.stores.postgres.reads import EXPIRED_AT
 from agentrecall.stores.postgres.rows import new_row, new_row_terms
 from agentrecall.stores.postgres.tables import RECORD_COLUMNS, Connection, Tables
 from agentrecall.stores.postgres.termcounts import TermCounts, Terms, tally
@@ -57,9 +58,16 @@ _EXPIRED = "m.store = %s AND m.expires_at IS NOT NULL AND m.expires_at <= %s"
 
 _KEEP = (
     "INSERT INTO {history} (store, id, scope, content, metadata, changed_at, change, reason) "
-    "SELECT store, id, scope, content, metadata, %s, %s, %s FROM gone ORDER BY seq"
+    "SELECT m.store, m.id, m.scope, m.content, m.metadata, "
+    f"CASE WHEN k.change = 'expire' THEN {EXPIRED_AT} ELSE k.at END, k.change, k.reason "
+    "FROM gone AS m, (SELECT %s::text AS at, %s::text AS change, %s::text AS reason) AS k "
+    "ORDER BY m.seq"
 )
-"""Copies the memories of ``gone`` into the history, with the time, the change and a reason."""
+"""Copies the memories of ``gone`` into the history, with the time, the change and a reason.
+
+An expired memory's version is dated when it expired, not at the write that purges it, which
+may come much later: :data:`~agentrecall.stores.postgres.reads.EXPIRED_AT`, as reads show it
+before the purge."""
 
 CHUNK = 5_000
 """The most rows a large write builds at a time: the next chunk is built (in a thread) while
@@ -522,7 +530,11 @@ async def remove(
 
 
 async def purge_expired(connection: Connection, tables: Tables, now: str) -> None:
-    """Move this store's expired memories to the history."""
+    """Move this store's memories expired at ``now`` to the history.
+
+    Each becomes an ``expire`` version dated at its expiry (:data:`_KEEP`), the version
+    ``history`` showed of it before this purge.
+    """
     await keep_versions(
         connection,
         tables,

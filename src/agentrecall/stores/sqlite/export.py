@@ -7,12 +7,14 @@ the file however long the reading takes and whatever other processes write meanw
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 from collections.abc import Sequence
 from typing import Protocol
 
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall.stores.front import Conditions
+from agentrecall.stores.records import by_memory
 from agentrecall.stores.records import record as to_record
 from agentrecall.stores.records import version as to_version
 from agentrecall.stores.scopes import Scope
@@ -45,30 +47,36 @@ class SnapshotSink(Protocol):
 def snapshot(connection: sqlite3.Connection, scope: Scope, batch: int, sink: SnapshotSink) -> None:
     """Hand ``sink`` every unexpired memory of ``scope`` and every version it keeps.
 
+    An expired memory that no write has moved to the history yet is handed on as the version
+    its expiry makes, as :func:`~agentrecall.stores.sqlite.reads.history` shows it.
+
     Memories come in the order ``list`` gives them, versions in the order of
     :meth:`SQLiteStore.versions`, at most ``batch`` per call. The counts are those of exactly
     what follows: the first read fixes the snapshot (WAL mode), and a read transaction that
     has begun never finds the database busy, so the transaction is never retried once the
     sink has been called.
     """
-    where, params = reads.conditions(Conditions(scope))
+    # One time for both: a memory expiring meanwhile is then a record or a version, once.
+    now = utc_timestamp()
+    where, params = reads.conditions(Conditions(scope), now)
     history, history_params = scope_where(scope, "h")
     memories = reads.count(connection, where, params)
     versions = connection.execute(
         f"SELECT count(*) FROM memory_history AS h WHERE {history}", history_params
     ).fetchone()[0]
-    sink.counts(memories, int(versions))
+    sink.counts(memories, int(versions) + reads.expired_count(connection, scope, now))
     rows = connection.execute(
         f"SELECT {RECORD_COLUMNS} FROM {RECORDS} WHERE {where} ORDER BY m.seq", params
     )
     while page := rows.fetchmany(batch):
         sink.records([to_record(row) for row in page])
-    rows = connection.execute(
-        f"SELECT {VERSION_COLUMNS} FROM {VERSIONS} WHERE {history} ORDER BY h.id, h.seq",
+    kept = connection.execute(
+        f"SELECT h.seq, {VERSION_COLUMNS} FROM {VERSIONS} WHERE {history} ORDER BY h.id, h.seq",
         history_params,
     )
-    while page := rows.fetchmany(batch):
-        sink.versions([to_version(row) for row in page])
+    merged = by_memory(kept, reads.expired_versions(connection, scope, now=now))
+    while page := list(itertools.islice(merged, batch)):
+        sink.versions([to_version(row[1:]) for row in page])
 
 
 def existing_ids(connection: sqlite3.Connection, ids: Sequence[str]) -> set[str]:

@@ -14,24 +14,33 @@ from typing import Any
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall.retrieval.filters import to_sql
 from agentrecall.stores.front import Conditions
+from agentrecall.stores.records import EXPIRED_SEQ, Cursor, expired_from, versions_page
 from agentrecall.stores.records import record as to_record
 from agentrecall.stores.records import version as to_version
 from agentrecall.stores.scopes import Scope
 from agentrecall.stores.sqlite.query import scope_where
-from agentrecall.stores.sqlite.rows import RECORD_COLUMNS, RECORDS, VERSION_COLUMNS, VERSIONS
+from agentrecall.stores.sqlite.rows import (
+    EXPIRED,
+    EXPIRY_VERSION_COLUMNS,
+    RECORD_COLUMNS,
+    RECORDS,
+    VERSION_COLUMNS,
+    VERSIONS,
+)
 from agentrecall.types import MemoryRecord, MemoryVersion
 
 Params = list[object]
-Cursor = tuple[str, int]
-"""Where a page of versions ended: the last version's memory id and row number."""
 
 
-def conditions(found: Conditions) -> tuple[str, Params]:
-    """Return the WHERE conditions every read applies: scope, expiry, filter, time bounds."""
+def conditions(found: Conditions, now: str | None = None) -> tuple[str, Params]:
+    """Return the WHERE conditions every read applies: scope, expiry, filter, time bounds.
+
+    Memories expired at ``now`` (default: the current time) are left out.
+    """
     where, params = scope_where(found.scope, "m")
     more, values = found.filter_and_bounds(_metadata_filter, "?")
     parts = [where, "(m.expires_at IS NULL OR m.expires_at > ?)", *more]
-    return " AND ".join(parts), [*params, utc_timestamp(), *values]
+    return " AND ".join(parts), [*params, now or utc_timestamp(), *values]
 
 
 def _metadata_filter(filter: Mapping[str, Any]) -> tuple[str, Params]:
@@ -70,11 +79,19 @@ def count(connection: sqlite3.Connection, where: str, params: Params) -> int:
 
 
 def history(connection: sqlite3.Connection, scope: Scope, memory_id: str) -> list[MemoryVersion]:
-    """Return the replaced versions of a memory of ``scope``, oldest first."""
+    """Return the replaced versions of a memory of ``scope``, oldest first.
+
+    A memory that expired is its last version even before a write moves it to the history.
+    """
     where, params = scope_where(scope, "h")
     rows = connection.execute(
         f"SELECT {VERSION_COLUMNS} FROM {VERSIONS} WHERE h.id = ? AND {where} ORDER BY h.seq",
         [memory_id, *params],
+    ).fetchall()
+    where, params = scope_where(scope, "m")
+    rows += connection.execute(
+        f"SELECT {EXPIRY_VERSION_COLUMNS} FROM {RECORDS} WHERE m.id = ? AND {where} AND {EXPIRED}",
+        [memory_id, *params, utc_timestamp()],
     ).fetchall()
     return [to_version(row) for row in rows]
 
@@ -87,7 +104,8 @@ def versions(
     Versions come by memory id, then oldest first, from just past ``after``: about ``limit``
     of them, more when the last one's memory has further versions replaced in the same
     millisecond, which the page then holds too. So a page never splits versions that could
-    be identical, which lets an import tell a version sent again from a new one.
+    be identical, which lets an import tell a version sent again from a new one. An expired
+    memory no write has purged yet gives its last version as :func:`history` does.
     """
     where, params = scope_where(scope, "h")
     select = f"SELECT h.seq, {VERSION_COLUMNS} FROM {VERSIONS} WHERE {where}"
@@ -99,11 +117,46 @@ def versions(
             [*params, *after, limit],
         )
     page = rows.fetchall()
-    if len(page) < limit:
-        return [to_version(row[1:]) for row in page], None
-    last = page[-1]
-    page += connection.execute(
-        f"{select} AND h.id = ? AND h.changed_at = ? AND h.seq > ? ORDER BY h.seq",
-        [*params, last[6], last[3], last[0]],
-    ).fetchall()
-    return [to_version(row[1:]) for row in page], (page[-1][6], page[-1][0])
+    full = len(page) == limit
+    if full:
+        last = page[-1]
+        page += connection.execute(
+            f"{select} AND h.id = ? AND h.changed_at = ? AND h.seq > ? ORDER BY h.seq",
+            [*params, last[6], last[3], last[0]],
+        ).fetchall()
+    expired = expired_versions(connection, scope, after, limit).fetchall()
+    return versions_page(page, full, expired, limit)
+
+
+def expired_versions(
+    connection: sqlite3.Connection,
+    scope: Scope,
+    after: Cursor | None = None,
+    limit: int | None = None,
+    now: str | None = None,
+) -> sqlite3.Cursor:
+    """Return the versions expiry made of memories no write has moved to the history yet.
+
+    Rows are shaped as :func:`versions` reads them, ``(seq, *VERSION_COLUMNS)``, by memory id,
+    with :data:`~agentrecall.stores.records.EXPIRED_SEQ` for the row number: a memory's
+    expiry is its last version. Only memories past cursor ``after`` are read, at most
+    ``limit`` of them (when given), as the returned cursor is iterated.
+    """
+    where, scoped = scope_where(scope, "m")
+    params = list(scoped)
+    if after is not None:
+        compare, memory_id = expired_from(after)
+        where += f" AND m.id {compare} ?"
+        params.append(memory_id)
+    return connection.execute(
+        f"SELECT {EXPIRED_SEQ}, {EXPIRY_VERSION_COLUMNS} FROM {RECORDS} "
+        f"WHERE {where} AND {EXPIRED} ORDER BY m.id LIMIT ?",
+        [*params, now or utc_timestamp(), -1 if limit is None else limit],
+    )
+
+
+def expired_count(connection: sqlite3.Connection, scope: Scope, now: str) -> int:
+    """Return how many rows :func:`expired_versions` gives for ``scope`` at ``now``."""
+    where, params = scope_where(scope, "m")
+    query = f"SELECT count(*) FROM memories AS m WHERE {where} AND {EXPIRED}"
+    return int(connection.execute(query, [*params, now]).fetchone()[0])

@@ -27,3 +27,20 @@ VERSION_COLUMNS = (
 
 VERSIONS = "memory_history AS h CROSS JOIN memory_scopes AS s ON s.scope = h.scope"
 """The replaced versions with their scope's ids, as alias ``h`` and ``s``."""
+
+EXPIRED = "m.expires_at IS NOT NULL AND m.expires_at <= ?"
+"""The memories that expired by the time bound to its one parameter, over alias ``m``."""
+
+EXPIRED_AT = "max(m.expires_at, coalesce(m.updated_at, m.created_at))"
+"""When an expired memory's last version was replaced, over alias ``m``: at its (final)
+expiry, or when it was last written if it was given a time already past. Whether the next
+write has moved it to the history yet or not, this is its ``changed_at``, so the two agree
+(:data:`~agentrecall.stores.records.EXPIRED_SEQ`)."""
+
+EXPIRY_VERSION_COLUMNS = (
+    f"m.content, m.metadata, {EXPIRED_AT}, 'expire', NULL, m.id, "
+    "s.user_id, s.agent_id, s.session_id"
+)
+"""The columns of the version expiry makes of a memory, as :data:`VERSION_COLUMNS` has them,
+over :data:`RECORDS`: what :meth:`SQLiteStore.history` shows of an expired memory that no
+write has moved to the history yet."""

@@ -99,7 +99,11 @@ class SQLiteStore(StoreFront):
     * Database work runs one call at a time, in order, on a thread of the store's own (shared
       by its views), never on the caller's event loop.
     * Expired memories are never returned and are purged by the next write.
-    * ``update``, ``delete`` and expiry keep the replaced version: :meth:`history`.
+    * ``update``, ``delete`` and expiry keep the replaced version: :meth:`history`. An
+      expired memory's version is there from the moment it expires, dated then (its
+      ``changed_at`` is its final ``expires_at``, after any add that dedupped to it moved it
+      later, or when it was written if that was already past), whether a write has purged
+      it yet or not; so is it in :meth:`versions` and :meth:`snapshot`.
     * Copies are exact: records carry their scope, :meth:`import_records` puts each back in
       it, and :meth:`versions` with :meth:`import_versions` copies the whole history, deleted
       memories' too (what :func:`agentrecall.migrate.migrate` does).

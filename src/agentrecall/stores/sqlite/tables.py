@@ -11,6 +11,7 @@ from agentrecall._internal.binding import binding
 from agentrecall._internal.switching import short_turns
 from agentrecall.stores.scopes import Scope
 from agentrecall.stores.sqlite.merging import merging_held
+from agentrecall.stores.sqlite.rows import EXPIRED, EXPIRED_AT
 from agentrecall.stores.sqlite.tags import tag
 from agentrecall.stores.times import STORED_TIME
 
@@ -251,9 +252,14 @@ def keep_versions(
 
 def purge_expired(db: sqlite3.Connection, now: str) -> None:
     """Move expired memories to the history; the partial index makes this cheap when none are."""
-    expired = "m.expires_at IS NOT NULL AND m.expires_at <= ?"
     # One probe of the partial index; most writes find nothing and skip both statements.
-    if db.execute(f"SELECT 1 FROM memories AS m WHERE {expired} LIMIT 1", [now]).fetchone() is None:
+    if db.execute(f"SELECT 1 FROM memories AS m WHERE {EXPIRED} LIMIT 1", [now]).fetchone() is None:
         return
-    keep_versions(db, expired, [now], now, "expire", None)
-    db.execute(f"DELETE FROM memories AS m WHERE {expired}", [now])
+    # Dated when the memory expired, not when this write came by, which may be much later.
+    db.execute(
+        "INSERT INTO memory_history (id, scope, content, metadata, changed_at, change, reason) "
+        f"SELECT m.id, m.scope, m.content, m.metadata, {EXPIRED_AT}, 'expire', NULL "
+        f"FROM memories AS m WHERE {EXPIRED}",
+        [now],
+    )
+    db.execute(f"DELETE FROM memories AS m WHERE {EXPIRED}", [now])
