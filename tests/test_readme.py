@@ -103,6 +103,10 @@ def postgres_replica(out: str, home: Path) -> None:
     assert out == "Prefers aisle seats True\n"
 
 
+def expiry_history(out: str, home: Path) -> None:
+    assert out == "expire True\nTrue\n"
+
+
 def strands_manager(out: str, home: Path) -> None:
     assert out == ""
 
@@ -112,6 +116,7 @@ CHECKS: dict[str, Callable[[str, Path], None]] = {
     'SQLiteStore(name="notes") as notes:': quick_start,
     "with SyncStore(SQLiteStore": sync_store,
     'SQLiteStore("memory.db") as store': sqlite_store,
+    'SQLiteStore("expiry-history.db") as store': expiry_history,
     'notes = JsonFileStore(name="notes", path="notes.json")': json_store,
     'BufferMemory(max_messages=20, max_tokens=4000, path="conversations.db")': buffer_memory,
     'BufferMemory(path="strands-conversations.db")': buffer_bytes,
