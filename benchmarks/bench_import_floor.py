@@ -19,6 +19,14 @@ calls of :data:`BATCH`, with every row prepared before the clock starts, into:
   binding and one commit per call, timed with the SQLite writes (rows for tantivy are built in
   the timed loop, as a store would have to).
 
+Then the question of an import into a file nobody reads until it is published: are indexes
+cheaper created once at the end (a sort) than kept up per row? :func:`deferred_rate` writes the
+table with both unique indexes, FTS5 with its merges held during each call's feed (as
+``SQLiteStore`` feeds it) and a ``WITHOUT ROWID`` table of each row's metadata values keyed as
+the store's ``memory_tags``, with the indexes of :data:`DEFERRED_CASES` left out and created at
+the end instead, in one more transaction counted in the rate; the CPU seconds of the process
+are given too, since wall times on a shared machine say more about its other processes.
+
 Then, on three databases holding the corpus with both unique indexes, the median of
 :data:`ADDS` single-row durable commits (``BEGIN IMMEDIATE``, insert, ``COMMIT`` with fsync),
 taking turns: with the row also indexed by FTS5 in the same commit; with the row's number
@@ -138,6 +146,75 @@ def sqlite_rate(rows: list[Row], unique: bool, fts: bool) -> float:
                     )
                 db.execute("COMMIT")
             return len(rows) / (time.perf_counter() - began)
+        finally:
+            db.close()
+
+
+INDEXES = {
+    "ids": "CREATE UNIQUE INDEX notes_id ON notes (id)",
+    "dedup": "CREATE UNIQUE INDEX notes_dedup ON notes (scope, dedup_key)",
+}
+"""The unique indexes of ``table + unique ids + dedup``, by name."""
+
+TAGS = (
+    "INSERT OR IGNORE INTO notes_tags (key, value, seq) SELECT j.key, j.atom, n.seq "
+    "FROM notes AS n, json_each(n.metadata) AS j WHERE n.seq > ? ORDER BY 1, 2, 3"
+)
+"""Each row's top-level metadata values into ``notes_tags``, as the store lists them."""
+
+
+def hold_merges(db: sqlite3.Connection, held: bool) -> None:
+    """Hold FTS5's merges off (as ``SQLiteStore``'s bulk feeds do), or put them back."""
+    automerge, crisis = (0, 64) if held else (8, 16)
+    db.execute(f"INSERT INTO notes_fts (notes_fts, rank) VALUES ('automerge', {automerge})")
+    db.execute(f"INSERT INTO notes_fts (notes_fts, rank) VALUES ('crisismerge', {crisis})")
+
+
+def deferred_rate(rows: list[Row], late: tuple[str, ...], fts: str) -> tuple[float, float, float]:
+    """Write ``rows`` into the table with both unique indexes and FTS5, the indexes named in
+    ``late`` (of :data:`INDEXES`) created once at the end instead of from the start.
+
+    ``fts`` says how FTS5 is fed: ``"incremental"`` per call with its merges held, as the
+    store's bulk feeds hold them, or ``"rebuild"`` in one statement at the end. The rows'
+    metadata values go to a table of tags keyed by (key, value, row), as the store's
+    ``memory_tags``: per call, or in one sorted insert at the end when ``late`` names
+    ``"tags"``. Returns
+    (entries /s, CPU seconds of this process, seconds of the final step).
+    """
+    with tempfile.TemporaryDirectory(prefix="bench-floor-deferred-") as tmp:
+        db = connect(os.path.join(tmp, "floor.db"), unique=False, fts=True)
+        db.execute(
+            "CREATE TABLE notes_tags (key TEXT NOT NULL, value, seq INTEGER NOT NULL, "
+            "PRIMARY KEY (key, value, seq)) WITHOUT ROWID"
+        )
+        for name, create in INDEXES.items():
+            if name not in late:
+                db.execute(create)
+        try:
+            began, cpu = time.perf_counter(), time.process_time()
+            for start in range(0, len(rows), BATCH):
+                db.execute("BEGIN IMMEDIATE")
+                last = insert_batch(db, rows[start : start + BATCH], unique=not late)
+                if "tags" not in late:
+                    db.execute(TAGS, (last,))
+                if fts == "incremental":
+                    hold_merges(db, True)
+                    db.execute(
+                        "INSERT INTO notes_fts (rowid, content, scope) "
+                        "SELECT seq, content, scope FROM notes WHERE seq > ?",
+                        (last,),
+                    )
+                    hold_merges(db, False)
+                db.execute("COMMIT")
+            ending = time.perf_counter()
+            db.execute("BEGIN IMMEDIATE")
+            for name in late:
+                db.execute(TAGS, (0,)) if name == "tags" else db.execute(INDEXES[name])
+            if fts == "rebuild":
+                db.execute("INSERT INTO notes_fts (notes_fts) VALUES ('rebuild')")
+            db.execute("COMMIT")
+            done = time.perf_counter()
+            return len(rows) / (done - began), time.process_time() - cpu, done - ending
         finally:
             db.close()
 
@@ -283,6 +360,15 @@ def single_add_medians(rows: list[Row], extra: list[Row]) -> dict[str, float]:
     return {way: statistics.median(values) for way, values in timings.items()}
 
 
+DEFERRED_CASES: list[tuple[str, tuple[str, ...], str]] = [
+    ("nothing: every index from the start", (), "incremental"),
+    ("dedup and tags", ("dedup", "tags"), "incremental"),
+    ("ids, dedup and tags", ("ids", "dedup", "tags"), "incremental"),
+    ("dedup and tags, and FTS5 by one `rebuild`", ("dedup", "tags"), "rebuild"),
+]
+"""``(label, indexes created at the end, how FTS5 is fed)`` for :func:`deferred_rate`."""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--size", type=int, default=1_000_000)
@@ -305,6 +391,11 @@ def main() -> None:
         rate = run()
         table.append(f"| {label} | {'not installed' if rate is None else f'{rate:,.0f}'} |")
         print(table[-1], flush=True)
+    deferred = []
+    for label, late, fts in DEFERRED_CASES:
+        rate, cpu, final = deferred_rate(rows, late, fts)
+        deferred.append(f"| {label} | {rate:,.0f} | {cpu:.1f} | {final:.1f} |")
+        print(deferred[-1], flush=True)
     adds = single_add_medians(rows, extra)
     lines = [
         f"# What SQLite itself allows: importing {args.size:,} memories",
@@ -319,6 +410,14 @@ def main() -> None:
         "| what is written | entries /s |",
         "|---|---:|",
         *table,
+        "",
+        "With a table of metadata tags as well, FTS5's merges held while each call feeds it (as "
+        "`SQLiteStore` holds them), and some indexes created once at the end (one transaction, "
+        "counted in the rate):",
+        "",
+        "| what is created at the end | entries /s | CPU s | the end's s |",
+        "|---|---:|---:|---:|",
+        *deferred,
         "",
         f"One durable add (median of {ADDS}, taking turns between three databases that hold the "
         "corpus with both unique indexes):",
