@@ -32,6 +32,9 @@ The tables:
   the same shards; a term's count is the sum of its shards. Since migration 4 a bulk write
   counts its own terms (:mod:`~agentrecall.stores.postgres.termcounts`), and the trigger then
   counts only memories and lengths.
+* ``add_memory(...)`` (migration 5): one durable add in one call, planned once per session,
+  counting its own memory while ``agentrecall.counted_by_writer`` tells the trigger to count
+  nothing (see :func:`agentrecall.stores.postgres.writes.add_alone`).
 """
 
 from __future__ import annotations
