@@ -7,7 +7,11 @@ commit is durable as on a real server) with the settings of :data:`SERVER_SETTIN
 the server of ``AGENTRECALL_BENCH_POSTGRES_DSN`` as it is, and writes
 ``benchmarks/results/postgres.md``. ``--only import`` runs only the two bulk imports, for
 both stores (each on a server with PostgreSQL's defaults), and writes
-``benchmarks/results/postgres-import.md`` instead.
+``benchmarks/results/postgres-import.md`` instead. ``--only adds`` runs only PostgresStore's
+durable add and its 1 → :data:`CLIENTS` clients, with the CPU each add cost in the clients and
+in the server (its processes' time from ``/proc``, when the server runs on this machine), and
+writes ``benchmarks/results/postgres-adds.md``; ``PYTHONPATH=<other checkout>/src`` runs the
+same measurement over other code, for an A/B.
 
 Per size, for each store, in a fresh database or file:
 
@@ -62,6 +66,7 @@ from agentrecall.testing.postgres import TemporaryPostgres  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "postgres.md"
 IMPORT_RESULTS = RESULTS.with_name("postgres-import.md")
+ADDS_RESULTS = RESULTS.with_name("postgres-adds.md")
 BATCH = 5_000
 ADDS = 300
 ADD_WARMUP = 20
@@ -155,10 +160,16 @@ async def search_times(store: Any) -> list[float]:
 
 
 def concurrent_rate(kind: str, target: str, clients: int, tag: str) -> float:
-    """Return aggregate adds per second of ``clients`` processes adding at once.
+    """Return aggregate adds per second of ``clients`` processes adding at once."""
+    return concurrent_run(kind, target, clients, tag)[0]
+
+
+def concurrent_run(kind: str, target: str, clients: int, tag: str) -> tuple[float, float]:
+    """Return aggregate adds per second of ``clients`` processes adding at once, and their CPU.
 
     Each process (:func:`client`) opens its store, says it is ready, and waits for the word
-    to start; the rate counts from the first one's start to the last one's end.
+    to start; the rate counts from the first one's start to the last one's end. The CPU is
+    the clients' process time (seconds) over their adds, summed.
     """
     command = [sys.executable, __file__, "--client", kind, target, tag]
     children = [
@@ -183,7 +194,8 @@ def concurrent_rate(kind: str, target: str, clients: int, tag: str) -> float:
                 child.stdin.close()
             if child.wait() != 0:
                 raise RuntimeError(f"a {kind} client failed (its error is above)")
-    return clients * CLIENT_ADDS / (max(end for _, end in spans) - min(start for start, _ in spans))
+    span = max(end for _, end, _ in spans) - min(start for start, _, _ in spans)
+    return clients * CLIENT_ADDS / span, sum(cpu for _, _, cpu in spans)
 
 
 async def client(kind: str, target: str, tag: str, number: int) -> None:
@@ -193,10 +205,10 @@ async def client(kind: str, target: str, tag: str, number: int) -> None:
     print("ready", flush=True)
     sys.stdin.readline()
     # CLOCK_MONOTONIC: one clock for every process of the machine.
-    began = time.monotonic()
+    began, cpu = time.monotonic(), time.process_time()
     for n in range(CLIENT_ADDS):
         await store.add(f"{tag} client {number} says note number {n}")
-    print(json.dumps([began, time.monotonic()]), flush=True)
+    print(json.dumps([began, time.monotonic(), time.process_time() - cpu]), flush=True)
     await store.aclose()
 
 
@@ -266,6 +278,102 @@ async def import_section(sizes: Sequence[int]) -> None:
     print("\n".join(lines))
 
 
+def server_cpu(dsn: str) -> float | None:
+    """Return the CPU seconds the server of ``dsn`` has used, ``None`` if it is not readable.
+
+    The postmaster's own time, that of its children that ended (``cutime``, ``cstime``) and
+    that of those still running, from ``/proc``: the server must run on this machine.
+    """
+    with psycopg.connect(dsn) as connection:
+        row = connection.execute("SHOW data_directory").fetchone()
+    try:
+        postmaster = int(
+            (Path(str(row[0] if row else "")) / "postmaster.pid").read_text().split()[0]
+        )
+        total = 0.0
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            with contextlib.suppress(OSError):
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                if int(entry.name) == postmaster:
+                    total += sum(int(value) for value in fields[11:15])
+                elif int(fields[1]) == postmaster:
+                    total += int(fields[11]) + int(fields[12])
+    except (OSError, ValueError, IndexError):
+        return None
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_text(client: float, server: float | None, adds: int) -> str:
+    """Format CPU seconds over ``adds`` adds as milliseconds per add, client / server."""
+    shown = "n/a" if server is None else f"{server / adds * 1000:.2f}"
+    return f"{client / adds * 1000:.2f} / {shown} ms"
+
+
+def cpu_between(dsn: str, run: Any) -> tuple[Any, float | None]:
+    """Return what ``run()`` returns and the server CPU seconds it took (``None``: unknown)."""
+    before = server_cpu(dsn)
+    result = run()
+    after = server_cpu(dsn)
+    return result, None if before is None or after is None else after - before
+
+
+async def adds_figures(dsn: str, items: Sequence[tuple[str, Any]]) -> dict[str, str]:
+    """Return the durable add and clients figures of a store of ``items``, with their CPU."""
+    began = load()
+    store = PostgresStore(dsn)
+    await import_rate(store, items, dsn)
+    await settle(dsn)
+    extra = [(f"durable add {n}", None) for n in range(ADDS + ADD_WARMUP)]
+    await time_adds(store, extra[:ADD_WARMUP], 0)
+    before, cpu = server_cpu(dsn), time.process_time()
+    adds = await time_adds(store, extra[ADD_WARMUP:], 0)
+    cpu, after = time.process_time() - cpu, server_cpu(dsn)
+    await store.aclose()
+    used = None if before is None or after is None else after - before
+    (one, one_cpu), one_server = cpu_between(
+        dsn, lambda: concurrent_run("postgres", dsn, 1, "alone")
+    )
+    (many, many_cpu), many_server = cpu_between(
+        dsn, lambda: concurrent_run("postgres", dsn, CLIENTS, "together")
+    )
+    return {
+        "add": f"{ms(percentile(adds, 50))} / {ms(percentile(adds, 99))} ms",
+        "add cpu": cpu_text(cpu, used, ADDS),
+        "clients": f"{one:,.0f} → {many:,.0f} adds/s ({many / one:.1f}×)",
+        "one cpu": cpu_text(one_cpu, one_server, CLIENT_ADDS),
+        "many cpu": cpu_text(many_cpu, many_server, CLIENTS * CLIENT_ADDS),
+        "load": f"{began} → {load()}",
+    }
+
+
+async def adds_section(sizes: Sequence[int], settings: dict[str, str]) -> None:
+    """Run only PostgresStore's durable add and clients at each size; write their table."""
+    shown = ", ".join(f"`{name} = {value}`" for name, value in settings.items()) or "defaults"
+    lines = [
+        "# Durable adds of PostgresStore, one client and several",
+        "",
+        "Written by `benchmarks/bench_postgres.py --only adds` (see its docstring): PostgreSQL",
+        f"18 on 127.0.0.1 (fsync on; {shown}); 2 shared vCPUs. CPU per add: the",
+        "clients' process time / the server's processes' time (from `/proc`), in ms. Load:",
+        "the load average at the start and the end of each row.",
+        "",
+        f"| memories | durable add p50 / p99 | its CPU | 1 → {CLIENTS} clients (processes) | "
+        f"CPU at 1 | CPU at {CLIENTS} | load |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for size in sizes:
+        with durable_database(settings) as dsn:
+            f = await adds_figures(dsn, list(corpus(size)))
+        lines.append(
+            f"| {size:,} | {f['add']} | {f['add cpu']} | {f['clients']} | {f['one cpu']} | "
+            f"{f['many cpu']} | {f['load']} |"
+        )
+    ADDS_RESULTS.write_text("\n".join([*lines, ""]), encoding="utf-8")
+    print("\n".join(lines))
+
+
 async def hybrid(dsn: str, size: int) -> dict[str, str]:
     items = list(corpus(size))
     store = PostgresStore(dsn, name="hybrid", embedder=HashEmbedder(384), search_mode="hybrid")
@@ -311,12 +419,15 @@ async def main(argv: Sequence[str] | None = None) -> None:
         action="store_true",
         help="start the server with PostgreSQL's defaults, not SERVER_SETTINGS",
     )
-    parser.add_argument("--only", choices=["import"], help="run only this section")
+    parser.add_argument("--only", choices=["import", "adds"], help="run only this section")
     args = parser.parse_args(argv)
     if args.only == "import":
         await import_section(args.sizes)
         return
     settings = {} if args.default_settings else SERVER_SETTINGS
+    if args.only == "adds":
+        await adds_section(args.sizes, settings)
+        return
     rows: list[tuple[int, str, dict[str, str]]] = []
     for size in args.sizes:
         items = list(corpus(size))

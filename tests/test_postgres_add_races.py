@@ -73,7 +73,7 @@ async def test_an_add_whose_held_copy_is_deleted_meanwhile_never_fails(
 
     The add's insert has found the copy and skipped its row when it waits at the gate; the
     delete commits meanwhile. The add then returns either the held copy's id (it saw the copy
-    before the delete, in the snapshot of its single statement) or the id of the memory it
+    before the delete, in the snapshot of its read of the holder) or the id of the memory it
     stored again; a batch, which reads holders after its insert, stores it again. Before, a
     read of the holder that found nothing raised ``KeyError``.
     """
@@ -95,7 +95,7 @@ async def test_an_add_whose_held_copy_is_deleted_meanwhile_never_fails(
         assert stored[CONTENT] == first.id != held.id
     else:
         assert CONTENT not in stored
-    assert len(stored) == (3 if batch else 1)
+    assert len(stored) == (3 if batch else 1 + (CONTENT in stored))
     assert [version.content for version in await deleter.history(held.id)] == [CONTENT]
     for store in (adder, deleter):
         await store.aclose()
@@ -167,4 +167,44 @@ async def test_a_bulk_write_racing_an_uncommitted_add_of_one_of_its_contents(
     assert await first.count() == 2_002
     assert_counts_exact(postgres_dsn)
     for store in (first, second):
+        await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_an_add_whose_held_copy_expired_before_it_began_stores_a_new_memory(
+    postgres_dsn: str,
+) -> None:
+    """A copy committed while the add waits to insert, already expired at the add's time.
+
+    The add has found no expired memory to purge and waits, before its insert, at a gate
+    only its session meets; meanwhile another client stores the same content with an expiry
+    in the past. The add's insert then meets that copy: it must not return an expired
+    memory's id, but purge it (into the history) and store the content anew.
+    """
+    adder = PostgresStore(psycopg.conninfo.make_conninfo(postgres_dsn, application_name="gated"))
+    other = PostgresStore(postgres_dsn)
+    for store in (adder, other):
+        await store.add(f"A memory that makes {id(store)} know its scope")
+    async with await psycopg.AsyncConnection.connect(postgres_dsn, autocommit=True) as gate:
+        await gate.execute(
+            "CREATE FUNCTION public.wait_for_gate() RETURNS trigger LANGUAGE plpgsql AS $$ "
+            "BEGIN IF current_setting('application_name') = 'gated' THEN "
+            f"PERFORM pg_advisory_xact_lock_shared({GATE}); END IF; RETURN NULL; END $$"
+        )
+        await gate.execute(
+            "CREATE TRIGGER aa_gate BEFORE INSERT ON agentrecall.memories "
+            "FOR EACH STATEMENT EXECUTE FUNCTION public.wait_for_gate()"
+        )
+        await gate.execute("SELECT pg_advisory_lock(%s)", [GATE])
+        adding = asyncio.ensure_future(adder.add(CONTENT))
+        await _until_an_insert_waits(gate)
+        expired = await other.add(CONTENT, expires_at="2020-01-01T00:00:00Z")
+        await gate.execute("SELECT pg_advisory_unlock(%s)", [GATE])
+        added = await adding
+    assert added.id != expired.id
+    stored = [record.id for record in await other.list() if record.content == CONTENT]
+    assert stored == [added.id]
+    assert [version.change for version in await other.history(expired.id)] == ["expire"]
+    assert_counts_exact(postgres_dsn)
+    for store in (adder, other):
         await store.aclose()

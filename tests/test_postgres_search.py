@@ -104,7 +104,8 @@ async def test_upgrading_a_store_counts_the_terms_of_its_memories(postgres_dsn: 
         # trigger function is replaced by the upgrade, so no write may happen in between).
         connection.execute(
             "DROP TABLE agentrecall.term_stats; "
-            "DROP FUNCTION agentrecall.count_changes, agentrecall.write_shard CASCADE; "
+            "DROP FUNCTION agentrecall.count_changes, agentrecall.write_shard, "
+            "agentrecall.add_memory CASCADE; "
             "DELETE FROM agentrecall.migrations WHERE version > 2"
         )
     async with await psycopg.AsyncConnection.connect(postgres_dsn) as connection:
@@ -222,6 +223,52 @@ async def test_upgrading_from_trigger_counted_terms_keeps_the_counts_exact(
     await store.add("one more topic")
     assert_counts_exact(postgres_dsn)
     assert (await store.search("topic 7"))[0].content in {"old topic 7", "new topic 7"}
+    await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_single_adds_on_a_store_upgraded_from_version_4_keep_the_counts_exact(
+    postgres_dsn: str,
+) -> None:
+    """Version 5 adds one memory through a server function that counts it itself.
+
+    A database of version 4, with memories its trigger counted, upgrades in place; then
+    single adds of new contents, of a held one, and after an expiry keep every count exact.
+    """
+    async with await psycopg.AsyncConnection.connect(postgres_dsn) as connection:
+        await connection.execute(
+            "CREATE SCHEMA agentrecall; CREATE TABLE agentrecall.migrations (version integer "
+            "PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        for number, migration in enumerate(MIGRATIONS[:4], start=1):
+            await connection.execute(migration.replace("{schema}", '"agentrecall"').encode())
+            await connection.execute(
+                "INSERT INTO agentrecall.migrations (version) VALUES (%s)", [number]
+            )
+        await connection.execute(
+            "INSERT INTO agentrecall.stores (name) VALUES ('memory'); "
+            "INSERT INTO agentrecall.scopes (store) VALUES (1); "
+            "INSERT INTO agentrecall.memories (store, id, scope, content, content_hash, "
+            "created_at, terms, length) SELECT 1, 'old ' || n, 1, 'old topic ' || n, "
+            "sha256(n::text::bytea), '2025-01-01T00:00:00.000Z', "
+            "('''old'' ''topic'' ''' || n || '''')::tsvector, 3 FROM generate_series(1, 40) n"
+        )
+        await connection.commit()
+        assert await apply_migrations(connection, "agentrecall", "test") == len(MIGRATIONS) - 4
+    store = PostgresStore(postgres_dsn)
+    ana = store.scope(user_id="ana")
+    first = await store.add("a new topic for the upgraded store")
+    assert (await store.add("a new topic for the upgraded store")).id == first.id
+    soon_gone = await ana.add("Ana's topic, soon gone", ttl=0.05)
+    lasting = await ana.add("Ana's lasting topic")
+    assert_counts_exact(postgres_dsn)
+    await asyncio.sleep(0.1)
+    again = await ana.add("Ana's topic, soon gone")  # the expired copy is purged, not returned
+    assert again.id != soon_gone.id
+    assert {record.id for record in await ana.list()} == {again.id, lasting.id}
+    assert await store.count() == 40 + 3
+    assert_counts_exact(postgres_dsn)
+    assert (await store.search("topic 7"))[0].content == "old topic 7"
     await store.aclose()
 
 

@@ -219,14 +219,37 @@ async def _settle(
 async def add_alone(
     connection: Connection, tables: Tables, scope: int, row: Row, now: str
 ) -> str | None:
-    """Add one memory to scope number ``scope`` in one statement; return its memory id.
+    """Add one memory to scope number ``scope``; return its memory id, or ``None`` to run again.
 
-    On a connection in autocommit mode the statement is the whole transaction: one round trip
-    and one commit. It moves the store's expired memories to the history, then inserts
-    ``row`` (:data:`DEDUP`) and, when its content was held, reads the holder's id as the
-    statement's snapshot shows it. ``None`` when the snapshot does not show it (it was
-    committed after the statement began, and maybe deleted since): running the statement
-    again then either inserts the row or reads the holder, as the next snapshot shows it.
+    On a connection in autocommit mode each statement is its own transaction: one round trip
+    and one commit, two when the store holds an expired memory. The first is a call of the
+    schema's ``add_memory`` (migration 5), whose statements the server plans once per session:
+    it inserts ``row`` (:data:`DEDUP`) or reads its live holder, and adds nothing while an
+    expired memory awaits the purge. Then (:func:`_add_purging`) one statement moves the
+    store's expired memories to the history and adds the row. ``None`` when neither settled it
+    (see :func:`_add_purging`).
+    """
+    cursor = await connection.execute(
+        f"SELECT {tables.schema}.add_memory(%s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s, "
+        "%s::tsvector, %s, %s)",
+        [tables.store, scope, *row, now],
+    )
+    found = await cursor.fetchone()
+    if found is not None and found[0] is not None:
+        return str(found[0])
+    return await _add_purging(connection, tables, scope, row, now)
+
+
+async def _add_purging(
+    connection: Connection, tables: Tables, scope: int, row: Row, now: str
+) -> str | None:
+    """Purge the store's expired memories and add one memory, in one statement; return its id.
+
+    It moves the store's expired memories to the history, then inserts ``row``
+    (:data:`DEDUP`) and, when its content was held, reads the holder's id as the statement's
+    snapshot shows it. ``None`` when the snapshot does not show it (it was committed after the
+    statement began, and maybe deleted since): running the statement again then either
+    inserts the row or reads the holder, as the next snapshot shows it.
     """
     cursor = await connection.execute(
         f"WITH gone AS (DELETE FROM {tables.memories} AS m WHERE {_EXPIRED} RETURNING m.*), "
