@@ -415,3 +415,17 @@ def test_import_and_migrate_into_postgresql_store_the_vectors(
         found[name] = [(hit["id"], hit["score"]) for hit in json.loads(out)]
     assert found["a"] == found["memory"] == found["plain"]
     assert found["plain"][0][0] == "bike"
+
+
+def test_an_embedder_failure_on_postgresql_is_the_same_clear_error_as_on_sqlite(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], postgres_dsn: str, checked: str
+) -> None:
+    poisoned = [*STRANDS, {"id": "p", "content": "poison", "createdAt": "2024-01-04T00:00:00.000Z"}]
+    source = strands_file(tmp_path, poisoned)
+    dsn = ["--dsn", postgres_dsn, "--pg-name", "a"]
+    code, out, err = run(capsys, *dsn, "import", str(source), "--embedder", checked)
+    assert (code, out) == (1, "") and err.count("\n") == 1, err
+    assert "embedder 'agentrecall-test-hash-64' failed on 4 texts: the model fell over" in err
+    assert "bug" not in err
+    code, out, _ = run(capsys, *dsn, "count")
+    assert (code, out) == (0, "0\n")
