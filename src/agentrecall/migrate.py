@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TextIO, cast
 
 from agentrecall._internal.checks import check_limit
+from agentrecall._internal.text import escape_surrogates, has_surrogate
 from agentrecall.embeddings.base import Embedder
 from agentrecall.errors import InvalidArgumentError, StorageError
 from agentrecall.storage.local import _fsync_directory
@@ -225,6 +226,7 @@ async def _copy_pass(
                 shifted = True
         if not records:
             break
+        _check_ids(records)
         if drop_expiry:
             records = [dataclasses.replace(record, expires_at=None) for record in records]
         copied += await destination.import_records(_unscoped(records) if flatten else records)
@@ -235,6 +237,28 @@ async def _copy_pass(
         if len(records) < batch:
             break
     return copied, done - copied, shifted
+
+
+def _check_ids(records: Sequence[MemoryRecord]) -> None:
+    """Refuse a page holding an id no destination can hold, naming it and what to do.
+
+    A JSON file written by another program may give a memory an id with a lone surrogate,
+    which no store can write; the destination would refuse it as "record N" of its batch,
+    which names neither the memory nor a remedy.
+    """
+    for record in records:
+        if has_surrogate(record.id):
+            raise InvalidArgumentError(
+                f"memory {record.id!r} of the source has an id holding a lone surrogate, "
+                "which the destination cannot store; give it another id in the source, or "
+                f"delete it there (agentrecall --path FILE delete {_bash_quoted(record.id)}), "
+                "and migrate again"
+            )
+
+
+def _bash_quoted(text: str) -> str:
+    r"""Return ``text`` as bash's ``$'...'`` quoting passes it, lone surrogates as ``\uXXXX``."""
+    return "$'" + escape_surrogates(text.replace("\\", "\\\\").replace("'", "\\'")) + "'"
 
 
 def _check_options(batch: int, *flags: bool) -> None:
