@@ -359,3 +359,16 @@ def test_migrating_a_file_with_an_odd_id_names_it_and_what_to_do(tmp_path: Path)
     assert _cli("--path", str(path), "delete", b"a\xed\xa0\x80b").returncode == 0
     migrated = _cli("migrate", str(path), str(destination))
     assert migrated.returncode == 1 and b"memory '\\udfff'" in migrated.stderr
+
+
+def test_migrating_a_file_with_odd_text_names_the_memory(tmp_path: Path) -> None:
+    path = tmp_path / "odd.json"
+    records = [{"id": "m1", "content": "TEXT", "createdAt": CREATED_AT}]
+    path.write_text(json.dumps(records).replace("TEXT", "caf\\ud800"))
+    migrated = _cli("migrate", str(path), str(tmp_path / "copy.db"))
+    assert (migrated.returncode, migrated.stdout) == (1, b"")
+    assert migrated.stderr.decode() == (
+        "agentrecall: error: memory 'm1' of the source has text holding a lone surrogate, "
+        "which the destination cannot store; correct its text in the source, or delete it "
+        "there (agentrecall --path FILE delete $'m1'), and migrate again\n"
+    )

@@ -226,7 +226,7 @@ async def _copy_pass(
                 shifted = True
         if not records:
             break
-        _check_ids(records)
+        _check_text(records)
         if drop_expiry:
             records = [dataclasses.replace(record, expires_at=None) for record in records]
         copied += await destination.import_records(_unscoped(records) if flatten else records)
@@ -239,20 +239,22 @@ async def _copy_pass(
     return copied, done - copied, shifted
 
 
-def _check_ids(records: Sequence[MemoryRecord]) -> None:
-    """Refuse a page holding an id no destination can hold, naming it and what to do.
+def _check_text(records: Sequence[MemoryRecord]) -> None:
+    """Refuse a page holding an id or content no destination can hold, naming it and a remedy.
 
-    A JSON file written by another program may give a memory an id with a lone surrogate,
+    A JSON file written by another program may hold a lone surrogate (in an id, or a text),
     which no store can write; the destination would refuse it as "record N" of its batch,
-    which names neither the memory nor a remedy.
+    which names neither the memory nor what to do.
     """
     for record in records:
-        if has_surrogate(record.id):
+        field = "id" if has_surrogate(record.id) else "content"
+        if field == "id" or has_surrogate(record.content):
             raise InvalidArgumentError(
-                f"memory {record.id!r} of the source has an id holding a lone surrogate, "
-                "which the destination cannot store; give it another id in the source, or "
-                f"delete it there (agentrecall --path FILE delete {_bash_quoted(record.id)}), "
-                "and migrate again"
+                f"memory {record.id!r} of the source has {'an id' if field == 'id' else 'text'} "
+                "holding a lone surrogate, which the destination cannot store; "
+                f"{'give it another id' if field == 'id' else 'correct its text'} in the "
+                f"source, or delete it there (agentrecall --path FILE delete "
+                f"{_bash_quoted(record.id)}), and migrate again"
             )
 
 
