@@ -355,6 +355,12 @@ def test_a_target_with_vectors_of_another_model_is_refused_as_add_refuses_it(
         assert stored_vectors(target) == before
         with SyncStore(SQLiteStore(target)) as store:
             assert store.count() == 1
+    # The command the error gives switches the file to the model named, and the import runs.
+    assert f"run 'agentrecall reindex --db {target} --embedder NAME' naming it" in add_err
+    reindexed(capsys, target, HASH)
+    code, _, err = run(capsys, "--db", str(target), "import", str(source), "--embedder", HASH)
+    assert (code, err) == (0, "")
+    assert len(stored_vectors(target)[0]) == 1 + len(STRANDS)
 
 
 def test_an_embedder_failure_is_an_error_and_keeps_only_whole_batches(
