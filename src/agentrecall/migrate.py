@@ -315,7 +315,7 @@ async def _plan(
     async with aclosing(cast(VersionSource, source).versions(batch=1)) as pages:
         async for _ in pages:
             raise InvalidArgumentError(
-                "the source keeps the history of updated and deleted memories and the "
+                "the source keeps the history of updated, deleted and expired memories and the "
                 "destination keeps none: copied, that history would be lost; migrate into an "
                 "SQLite store, or pass drop_history=True (agentrecall migrate --drop-history) "
                 "to copy the memories without it"
