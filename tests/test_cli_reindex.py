@@ -355,6 +355,12 @@ def test_a_target_with_vectors_of_another_model_is_refused_as_add_refuses_it(
         assert stored_vectors(target) == before
         with SyncStore(SQLiteStore(target)) as store:
             assert store.count() == 1
+    # The command the error gives switches the file to the model named, and the import runs.
+    assert f"run 'agentrecall reindex --db {target} --embedder NAME' naming it" in add_err
+    reindexed(capsys, target, HASH)
+    code, _, err = run(capsys, "--db", str(target), "import", str(source), "--embedder", HASH)
+    assert (code, err) == (0, "")
+    assert len(stored_vectors(target)[0]) == 1 + len(STRANDS)
 
 
 def test_an_embedder_failure_is_an_error_and_keeps_only_whole_batches(
@@ -415,3 +421,17 @@ def test_import_and_migrate_into_postgresql_store_the_vectors(
         found[name] = [(hit["id"], hit["score"]) for hit in json.loads(out)]
     assert found["a"] == found["memory"] == found["plain"]
     assert found["plain"][0][0] == "bike"
+
+
+def test_an_embedder_failure_on_postgresql_is_the_same_clear_error_as_on_sqlite(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], postgres_dsn: str, checked: str
+) -> None:
+    poisoned = [*STRANDS, {"id": "p", "content": "poison", "createdAt": "2024-01-04T00:00:00.000Z"}]
+    source = strands_file(tmp_path, poisoned)
+    dsn = ["--dsn", postgres_dsn, "--pg-name", "a"]
+    code, out, err = run(capsys, *dsn, "import", str(source), "--embedder", checked)
+    assert (code, out) == (1, "") and err.count("\n") == 1, err
+    assert "embedder 'agentrecall-test-hash-64' failed on 4 texts: the model fell over" in err
+    assert "bug" not in err
+    code, out, _ = run(capsys, *dsn, "count")
+    assert (code, out) == (0, "0\n")

@@ -272,3 +272,13 @@ def test_mean_pool_ignores_padding_and_l2_normalize_makes_unit_rows() -> None:
     assert numpy.allclose(unit[0], numpy.array([2.0, 1.0]) / numpy.sqrt(5.0))
     assert unit[1].tolist() == [0.0, 0.0]
     assert unit.dtype == numpy.float32
+
+
+class Failing(WrongRows):
+    def embed(self, texts: Sequence[str]) -> Any:
+        raise ConnectionError("the model server went away")
+
+
+def test_embed_checked_names_the_embedder_that_raised() -> None:
+    with pytest.raises(ModelError, match="'wrong-rows-v1' failed on 1 texts: the model server"):
+        embed_checked(Failing(), ["a"])

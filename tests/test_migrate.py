@@ -471,3 +471,19 @@ async def test_migrate_files_with_an_embedder_stores_each_copied_memory_s_vector
         with pytest.raises(InvalidArgumentError, match=r"embedder: the JSON memory file .*b\.json"):
             await call()
     assert not (tmp_path / "b.json").exists()
+
+
+async def test_a_json_destination_refuses_to_lose_the_history_of_an_expiry(
+    tmp_path: Path,
+) -> None:
+    # The only history is an expired memory's last version: copied without it, it is lost.
+    async with SQLiteStore(tmp_path / "a.db") as store:
+        await store.add("Boards at gate 4", expires_at="2001-01-01T00:00:00Z")
+        await store.add("Stays")
+        assert [v.change async for page in store.versions() for v in page] == ["expire"]
+    out = tmp_path / "b.json"
+    with pytest.raises(InvalidArgumentError, match="expired memories.*drop_history=True"):
+        await migrate_files(tmp_path / "a.db", out)
+    assert not out.exists()
+    result = await migrate_files(tmp_path / "a.db", out, drop_history=True)
+    assert (result.copied, result.versions) == (1, 0)

@@ -328,3 +328,47 @@ def test_the_command_line_refuses_an_odd_id_for_an_sqlite_store_in_one_line(
         out, err = capsys.readouterr()
         assert out == "" and err.count("\n") == 1
         assert "memory_id holds a lone surrogate '\\ud800' at index 1" in err, command
+
+
+def test_an_export_of_a_file_with_odd_ids_writes_them_as_json_escapes(tmp_path: Path) -> None:
+    path = tmp_path / "odd.json"
+    _file_with_odd_ids(path)
+    for output in ([], ["--output", str(tmp_path / "odd.jsonl")]):
+        exported = _cli("--path", str(path), "export", *output)
+        assert (exported.returncode, exported.stderr) == (0, b"")
+        text = exported.stdout if not output else (tmp_path / "odd.jsonl").read_bytes()
+        lines = [json.loads(line) for line in text.decode().splitlines()]
+        assert lines[0]["memories"] == 3
+        assert [line["id"] for line in lines[1:]] == ["plain", ODD_ID, "\udfff"]
+        assert b'"id": "a\\ud800b"' in text
+
+
+def test_migrating_a_file_with_an_odd_id_names_it_and_what_to_do(tmp_path: Path) -> None:
+    path = tmp_path / "odd.json"
+    _file_with_odd_ids(path)
+    destination = tmp_path / "copy.db"
+    migrated = _cli("migrate", str(path), str(destination))
+    assert (migrated.returncode, migrated.stdout) == (1, b"")
+    assert migrated.stderr.decode() == (
+        "agentrecall: error: memory 'a\\ud800b' of the source has an id holding a lone "
+        "surrogate, which the destination cannot store; give it another id in the source, or "
+        "delete it there (agentrecall --path FILE delete $'a\\ud800b'), and migrate again\n"
+    )
+    assert list(tmp_path.glob("copy.db*")) == []
+    # The command it gives works as written (bash passes $'a\ud800b' as these bytes).
+    assert _cli("--path", str(path), "delete", b"a\xed\xa0\x80b").returncode == 0
+    migrated = _cli("migrate", str(path), str(destination))
+    assert migrated.returncode == 1 and b"memory '\\udfff'" in migrated.stderr
+
+
+def test_migrating_a_file_with_odd_text_names_the_memory(tmp_path: Path) -> None:
+    path = tmp_path / "odd.json"
+    records = [{"id": "m1", "content": "TEXT", "createdAt": CREATED_AT}]
+    path.write_text(json.dumps(records).replace("TEXT", "caf\\ud800"))
+    migrated = _cli("migrate", str(path), str(tmp_path / "copy.db"))
+    assert (migrated.returncode, migrated.stdout) == (1, b"")
+    assert migrated.stderr.decode() == (
+        "agentrecall: error: memory 'm1' of the source has text holding a lone surrogate, "
+        "which the destination cannot store; correct its text in the source, or delete it "
+        "there (agentrecall --path FILE delete $'m1'), and migrate again\n"
+    )

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentrecall._internal.jsonencode import compact_encoder
+from agentrecall._internal.text import escape_surrogates, has_surrogate
 from agentrecall.errors import InvalidFileError
 from agentrecall.types import JsonObject, MemoryRecord, MemoryVersion
 
@@ -107,7 +108,18 @@ _JSON_SPACE = " \t\n\r"
 """The whitespace JSON allows around a value (``str.isspace`` allows more)."""
 
 # Every value written comes from a store, which holds only finite, acyclic JSON.
-_encode = compact_encoder()
+_encode_json = compact_encoder()
+
+
+def _encode(value: JsonObject) -> str:
+    """Return ``value`` as one line of JSON that UTF-8 can write.
+
+    A JSON file written by another program may hold a lone surrogate (in an id, say), which
+    UTF-8 cannot encode: it is written as JSON's own escape, which reads back as the same
+    character.
+    """
+    text = _encode_json(value)
+    return escape_surrogates(text) if has_surrogate(text) else text
 
 
 @dataclass(frozen=True, slots=True)

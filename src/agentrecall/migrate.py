@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TextIO, cast
 
 from agentrecall._internal.checks import check_limit
+from agentrecall._internal.text import escape_surrogates, has_surrogate
 from agentrecall.embeddings.base import Embedder
 from agentrecall.errors import InvalidArgumentError, StorageError
 from agentrecall.storage.local import _fsync_directory
@@ -225,6 +226,7 @@ async def _copy_pass(
                 shifted = True
         if not records:
             break
+        _check_text(records)
         if drop_expiry:
             records = [dataclasses.replace(record, expires_at=None) for record in records]
         copied += await destination.import_records(_unscoped(records) if flatten else records)
@@ -235,6 +237,30 @@ async def _copy_pass(
         if len(records) < batch:
             break
     return copied, done - copied, shifted
+
+
+def _check_text(records: Sequence[MemoryRecord]) -> None:
+    """Refuse a page holding an id or content no destination can hold, naming it and a remedy.
+
+    A JSON file written by another program may hold a lone surrogate (in an id, or a text),
+    which no store can write; the destination would refuse it as "record N" of its batch,
+    which names neither the memory nor what to do.
+    """
+    for record in records:
+        field = "id" if has_surrogate(record.id) else "content"
+        if field == "id" or has_surrogate(record.content):
+            raise InvalidArgumentError(
+                f"memory {record.id!r} of the source has {'an id' if field == 'id' else 'text'} "
+                "holding a lone surrogate, which the destination cannot store; "
+                f"{'give it another id' if field == 'id' else 'correct its text'} in the "
+                f"source, or delete it there (agentrecall --path FILE delete "
+                f"{_bash_quoted(record.id)}), and migrate again"
+            )
+
+
+def _bash_quoted(text: str) -> str:
+    r"""Return ``text`` as bash's ``$'...'`` quoting passes it, lone surrogates as ``\uXXXX``."""
+    return "$'" + escape_surrogates(text.replace("\\", "\\\\").replace("'", "\\'")) + "'"
 
 
 def _check_options(batch: int, *flags: bool) -> None:
@@ -289,7 +315,7 @@ async def _plan(
     async with aclosing(cast(VersionSource, source).versions(batch=1)) as pages:
         async for _ in pages:
             raise InvalidArgumentError(
-                "the source keeps the history of updated and deleted memories and the "
+                "the source keeps the history of updated, deleted and expired memories and the "
                 "destination keeps none: copied, that history would be lost; migrate into an "
                 "SQLite store, or pass drop_history=True (agentrecall migrate --drop-history) "
                 "to copy the memories without it"

@@ -6,7 +6,7 @@ import inspect
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from agentrecall.errors import InvalidArgumentError, ModelError
+from agentrecall.errors import AgentRecallError, InvalidArgumentError, ModelError
 
 if TYPE_CHECKING:
     import numpy
@@ -154,10 +154,16 @@ def embed_checked(embedder: Embedder, texts: Sequence[str]) -> Vectors:
     ``(len(texts), embedder.dimension)`` with finite values, or an error.
 
     Raises:
-        ModelError: the rows are unusable; the message names the embedder's ``model_id``.
+        ModelError: the embedder raised something other than an agentrecall error (chained),
+            or the rows are unusable; the message names the embedder's ``model_id``.
         InvalidArgumentError: the embedder's ``dimension`` is not a positive integer.
     """
     source = f"embedder {embedder.model_id!r}"
-    vectors = embedder.embed(texts)
+    try:
+        vectors = embedder.embed(texts)
+    except AgentRecallError:
+        raise
+    except Exception as error:  # the embedder's own failure (a server gone, a bug of its own)
+        raise ModelError(f"{source} failed on {len(texts)} texts: {error}") from error
     dimension = check_dimension(embedder.dimension, f"the dimension of {source}")
     return as_vectors(vectors, len(texts), dimension, source)

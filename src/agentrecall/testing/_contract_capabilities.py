@@ -548,6 +548,27 @@ class CapabilityContract(ContractBase):
         await store.add("A later write, which purges it")
         assert await store.history(memory.id) == versions
 
+    @pytest.mark.asyncio
+    async def test_history_an_expiry_copied_in_again_is_not_doubled(self, store: Any) -> None:
+        """Importing the expiry a store already shows adds nothing, before or after its purge.
+
+        So running a migration again, after a memory it copied alive has expired in both
+        stores, copies the source's ``expire`` version onto the one the copy shows already.
+        """
+        require(store, Capability.EXPIRY, Capability.HISTORY, Capability.IMPORT)
+        memory = await store.add("Copied twice kiwi note", {"k": 1}, expires_at=soon())
+        record = await store.get(memory.id)
+        assert record is not None and record.expires_at is not None
+        await run_out(record.expires_at)
+        shown = await store.history(memory.id)
+        assert [(v.change, v.changed_at) for v in shown] == [("expire", record.expires_at)]
+        assert await store.import_versions(shown) == 0
+        assert await store.history(memory.id) == shown
+        assert await store.import_versions(shown) == 0
+        assert [v async for page in store.versions() for v in page if v.memory_id == memory.id] == (
+            shown
+        )
+
 
 _PAST = "2001-01-01T00:00:00.000Z"
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from agentrecall.embeddings.base import Embedder
 from agentrecall.embeddings.vectors import check_dimension, embed_checked
-from agentrecall.errors import AgentRecallError, ModelError
+from agentrecall.errors import ModelError
 from agentrecall.stores.sqlite.vector_sql import PreparedVectors, VectorModel
 
 if TYPE_CHECKING:
@@ -78,14 +78,7 @@ class Embedding:
         """
         # Embedded before the dimension is read: an embedder that learns it from its first
         # answer then needs no request of its own for it.
-        try:
-            vectors: Matrix = embed_checked(self.embedder, list(texts))
-        except AgentRecallError:
-            raise
-        except Exception as error:
-            raise ModelError(
-                f"embedder '{self.embedder.model_id}' failed on {len(texts)} texts: {error}"
-            ) from error
+        vectors: Matrix = embed_checked(self.embedder, list(texts))
         if vectors.shape[1] != self.model.dimension:
             raise ModelError(
                 f"embedder '{self.model.model_id}' returned vectors of length "

@@ -392,15 +392,25 @@ class SQLiteStore(StoreFront):
         """Return the vectors of ``texts`` for a write, made in the worker (none: no embedder).
 
         Raises:
-            InvalidArgumentError: the file holds vectors of another model; the model is not
-                run, so a large import into such a file is refused at once, not after its
-                first batch was embedded (the write checks again, for a change meanwhile).
+            InvalidArgumentError: the file holds vectors of a model of another id; the model
+                is not run, so a large import into such a file is refused at once, not after
+                its first batch was embedded (the write checks again, dimension included,
+                for a change meanwhile).
         """
         if self._vectors is None:
             return None
         embedding = self._vectors.embedding
-        await self._read(lambda db: vector_sql.check(db, embedding.model, embedding.path))
-        return await self._offload(embedding.prepare, texts)
+        database = self._db
+
+        def prepare() -> PreparedVectors:
+            # Only the id is compared first: reading the dimension may cost a request (an
+            # embedder learns it from its first answer), which embedding makes unneeded.
+            held = database.run(_held_model)
+            if held is not None and held.model_id != embedding.embedder.model_id:
+                raise vector_sql.mismatch(embedding.path, held, embedding.model)
+            return embedding.prepare(texts)
+
+        return await self._offload(prepare)
 
     async def _offload(self, function: Callable[..., T], *args: Any) -> T:
         return await self._worker.run(function, *args)
@@ -411,6 +421,12 @@ class SQLiteStore(StoreFront):
     async def _write(self, transaction: Callable[..., T], *args: Any) -> T:
         """Run one of :mod:`.writes`' or :mod:`.imports`' transactions on this view's scope."""
         return await self._offload(transaction, self._db, self._scope, self._fsync, *args)
+
+
+def _held_model(db: sqlite3.Connection) -> vector_sql.VectorModel | None:
+    """Return the model of the file's vectors, ``None`` while it holds none."""
+    model = vector_sql.recorded(db).model
+    return model if model is not None and vector_sql.has_vectors(db) else None
 
 
 def _file_path(path: object) -> str:

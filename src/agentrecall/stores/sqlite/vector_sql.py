@@ -85,8 +85,8 @@ def mismatch(path: str, held: VectorModel, wanted: VectorModel) -> InvalidArgume
         f"memory database '{path}' holds vectors made by model {held.label()}, and this store "
         f"was given an embedder of model {wanted.label()}; vectors of two models cannot be "
         f"compared. Give the store an embedder of model '{held.model_id}', or rebuild the "
-        f"vectors with the new one: run 'agentrecall reindex --db {path}' (or await "
-        "store.reindex())"
+        f"vectors with the new one: run 'agentrecall reindex --db {path} --embedder NAME' "
+        "naming it (or await store.reindex())"
     )
 
 
