@@ -29,21 +29,8 @@ async def _factory(dsn: str, **defaults: Any) -> AsyncIterator[StoreFactory]:
         await store.aclose()
 
 
-# PostgresStore.import_versions compares a copied version with the history rows before it
-# purges what expired, so an expiry the store shows but has not purged is copied in again.
-# The fix belongs in stores/postgres/imports.py: purge first, as import_records does.
-DOUBLED_EXPIRY = pytest.mark.xfail(
-    strict=True, reason="import_versions does not purge before it compares"
-)
-
-
 class TestPostgresStore(StoreContract):
     persistent = True
-
-    @DOUBLED_EXPIRY
-    @pytest.mark.asyncio
-    async def test_history_an_expiry_copied_in_again_is_not_doubled(self, store: Any) -> None:
-        await super().test_history_an_expiry_copied_in_again_is_not_doubled(store)
 
     @pytest.fixture
     async def make_store(self, postgres_dsn: str) -> AsyncIterator[StoreFactory]:
@@ -53,11 +40,6 @@ class TestPostgresStore(StoreContract):
 
 class TestPostgresStoreWithVectors(StoreContract):
     persistent = True
-
-    @DOUBLED_EXPIRY
-    @pytest.mark.asyncio
-    async def test_history_an_expiry_copied_in_again_is_not_doubled(self, store: Any) -> None:
-        await super().test_history_an_expiry_copied_in_again_is_not_doubled(store)
 
     @pytest.fixture
     async def make_store(self, postgres_dsn: str) -> AsyncIterator[StoreFactory]:

@@ -372,3 +372,16 @@ def test_migrating_a_file_with_odd_text_names_the_memory(tmp_path: Path) -> None
         "which the destination cannot store; correct its text in the source, or delete it "
         "there (agentrecall --path FILE delete $'m1'), and migrate again\n"
     )
+
+
+def test_importing_an_export_with_an_odd_id_names_the_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "odd.json"
+    _file_with_odd_ids(path)
+    export = tmp_path / "odd.jsonl"
+    assert _cli("--path", str(path), "export", "--output", str(export)).returncode == 0
+    for target in (["--db", str(tmp_path / "new.db")], ["--path", str(tmp_path / "new.json")]):
+        imported = _cli(*target, "import", str(export))
+        assert (imported.returncode, imported.stdout) == (1, b""), target
+        err = imported.stderr.decode()
+        assert err.startswith(f"agentrecall: error: '{export}', line 3: "), err
+        assert "lone surrogate" in err and "memory_ids" not in err

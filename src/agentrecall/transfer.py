@@ -20,7 +20,7 @@ from typing import Any, BinaryIO
 from agentrecall._internal.binding import wait_for_binding
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall._internal.switching import short_turns
-from agentrecall._internal.text import plural
+from agentrecall._internal.text import has_surrogate, plural
 from agentrecall.errors import InvalidArgumentError, InvalidFileError
 from agentrecall.export_format import (
     SCOPE_KEYS,
@@ -416,6 +416,9 @@ class _Loader:
         return fresh
 
     async def _taken(self, ids: list[str]) -> set[str]:
+        # No store can have taken an id holding a lone surrogate (none can store one): left
+        # out of the lookup, which would refuse it, the record's own check names its line.
+        ids = [i for i in ids if not has_surrogate(i)]
         if self._taken_lookup:
             found: set[str] = await self.store.existing_ids(ids)
             return found
