@@ -8,7 +8,9 @@ parameter (``%s``), never in the SQL text:
 * equality is ``jsonb`` containment of ``{key: value}`` (served by the GIN index on the
   column), which compares by JSON type first as the shared semantics do: ``true`` is not
   ``1``, ``"1"`` is not ``1``, ``1`` equals ``1.0``, and a stored array equals no scalar;
-* ``$in`` is an ``=`` on the key's value against an array of ``jsonb`` values;
+* ``$in`` is containment of any of an array of ``{key: value}`` (which the index serves too);
+* ``NULL`` metadata is FALSE (never ``NULL``) for every test, so ``$ne``/``$nin`` (the NOT of
+  the positive test) and ``$exists: false`` hold for it, in a WHERE clause or a SELECT list;
 * ordering compares numbers as numbers and strings by code point (``COLLATE "C"``: UTF-8 bytes
   sort as code points), inside a ``CASE`` on the value's JSON type, so no cast ever sees the
   wrong type.
@@ -59,14 +61,17 @@ def _test(test: Test, key: str, column: str, params: list[object]) -> str:
         params.append(key)
         present = f"coalesce({column} ? %s, FALSE)"
         return present if operand else f"NOT {present}"
-    if op in ("$eq", "$ne"):
-        params.append(json.dumps({key: operand}, ensure_ascii=False))
-        contained = f"coalesce({column} @> %s::jsonb, FALSE)"
-        return contained if op == "$eq" else f"NOT {contained}"
-    if op in ("$in", "$nin"):
-        params += [key, [json.dumps(value, ensure_ascii=False) for value in operand]]
-        found = f"coalesce(({column} -> %s) = ANY(%s::jsonb[]), FALSE)"
-        return found if op == "$in" else f"NOT {found}"
+    if op in ("$eq", "$ne", "$in", "$nin"):
+        # A bare ``@>`` clause, so the GIN index can serve it; ``IS NOT NULL`` makes NULL
+        # metadata FALSE, not NULL, so the test stays two-valued wherever the condition is
+        # used (under NOT, in a SELECT list). coalesce() would hide the operator from the planner.
+        if op in ("$eq", "$ne"):
+            params.append(json.dumps({key: operand}, ensure_ascii=False))
+            contained = f"({column} @> %s::jsonb AND {column} IS NOT NULL)"
+        else:
+            params.append([json.dumps({key: value}, ensure_ascii=False) for value in operand])
+            contained = f"({column} @> ANY(%s::jsonb[]) AND {column} IS NOT NULL)"
+        return contained if op in ("$eq", "$in") else f"NOT {contained}"
     return _compare(op, operand, key, column, params)
 
 
