@@ -208,3 +208,45 @@ async def test_an_add_whose_held_copy_expired_before_it_began_stores_a_new_memor
     assert_counts_exact(postgres_dsn)
     for store in (adder, other):
         await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_an_add_extends_its_held_copy_before_the_copy_can_expire(
+    postgres_dsn: str,
+) -> None:
+    """The held copy expires, and another client purges it, while the add settles its expiry.
+
+    The add (asking for no expiry) finds the copy, which is live at the add's time, and
+    waits at a gate every update of its session meets; meanwhile the copy expires and another
+    client's write purges it. The add must not return the id of a memory that is gone: the
+    content stays stored, with no expiry. Before, the add returned the purged copy's id once
+    its separate update of the copy's expiry found nothing.
+    """
+    adder = PostgresStore(psycopg.conninfo.make_conninfo(postgres_dsn, application_name="gated"))
+    other = PostgresStore(postgres_dsn)
+    for store in (adder, other):
+        await store.add(f"A memory that makes {id(store)} know its scope")
+    held = await other.add(CONTENT, ttl=1)
+    async with await psycopg.AsyncConnection.connect(postgres_dsn, autocommit=True) as gate:
+        await gate.execute(
+            "CREATE FUNCTION public.wait_for_gate() RETURNS trigger LANGUAGE plpgsql AS $$ "
+            "BEGIN IF current_setting('application_name') = 'gated' THEN "
+            f"PERFORM pg_advisory_xact_lock_shared({GATE}); END IF; RETURN NULL; END $$"
+        )
+        await gate.execute(
+            "CREATE TRIGGER aa_gate BEFORE UPDATE ON agentrecall.memories "
+            "FOR EACH STATEMENT EXECUTE FUNCTION public.wait_for_gate()"
+        )
+        await gate.execute("SELECT pg_advisory_lock(%s)", [GATE])
+        adding = asyncio.ensure_future(adder.add(CONTENT))
+        await _until_an_insert_waits(gate)
+        while await other.get(held.id) is not None:
+            await asyncio.sleep(0.05)
+        await other.add("A write that purges the expired copy")
+        await gate.execute("SELECT pg_advisory_unlock(%s)", [GATE])
+        added = await adding
+    stored = [record for record in await other.list() if record.content == CONTENT]
+    assert [(record.id, record.expires_at) for record in stored] == [(added.id, None)]
+    assert_counts_exact(postgres_dsn)
+    for store in (adder, other):
+        await store.aclose()

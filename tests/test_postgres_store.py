@@ -14,6 +14,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from test_postgres_search import assert_counts_exact
 
 from agentrecall import InvalidArgumentError, MemoryManager, PostgresStore
 from agentrecall.errors import ServerUnavailableError, StorageError
@@ -445,3 +446,84 @@ def test_a_bulk_write_is_cut_into_growing_chunks_that_cover_it_in_order(
     sizes = [end - begin for begin, end in bounds]
     assert not sizes or sizes[0] == min(writes.FIRST_CHUNK, stop - start)
     assert all(later <= min(3 * earlier, writes.CHUNK) for earlier, later in pairwise(sizes))
+
+
+def _schema_at(dsn: str, version: int) -> None:
+    """Create the tables of ``version``, as a release of that version left them."""
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        with connection.transaction():
+            connection.execute("CREATE SCHEMA agentrecall")
+            connection.execute(
+                "CREATE TABLE agentrecall.migrations (version integer PRIMARY KEY, "
+                "applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            for number, migration in enumerate(MIGRATIONS[:version], 1):
+                connection.execute(migration.replace("{schema}", '"agentrecall"').encode())
+                connection.execute("INSERT INTO agentrecall.migrations VALUES (%s)", [number])
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("version", [4, 5])
+async def test_the_functions_ignore_a_search_path_that_shadows_the_catalog(
+    postgres_dsn: str, version: int
+) -> None:
+    """A role whose search_path puts a schema of its own before pg_catalog.
+
+    That schema holds a ``tsvector_to_array`` of the same signature as the server's: the
+    store's functions must still call the server's (before, each add raised the shadow's
+    error, and a function that called it silently would have miscounted the terms). The
+    tables are those of an older release, upgraded by the store's first write.
+    """
+    _schema_at(postgres_dsn, version)
+    with psycopg.connect(postgres_dsn, autocommit=True) as connection:
+        connection.execute("CREATE SCHEMA shadow")
+        connection.execute(
+            "CREATE FUNCTION shadow.tsvector_to_array(tsvector) RETURNS text[] "
+            "LANGUAGE plpgsql AS $$ BEGIN RAISE 'the shadow was called'; END $$"
+        )
+    store = PostgresStore(postgres_dsn)
+    await store.add("Written while upgrading the schema")
+    await store.aclose()
+    shadowed = psycopg.conninfo.make_conninfo(
+        postgres_dsn, options="-c search_path=shadow,pg_catalog,public"
+    )
+    store = PostgresStore(shadowed)
+    first = await store.add("A memory added under a shadowing search_path")
+    assert (await store.add("A memory added under a shadowing search_path")).id == first.id
+    await store.update(first.id, content="Its content updated under the same search_path")
+    await store.add_many([(f"bulk memory {n}", None) for n in range(3)])
+    await store.delete(first.id)
+    assert await store.count() == 4
+    await store.aclose()
+    assert_counts_exact(postgres_dsn)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("version", [4, 5])
+async def test_an_upgraded_store_keeps_counting_and_extending_held_copies(
+    postgres_dsn: str, version: int
+) -> None:
+    """Memories written at an older version, then single adds of held copies after it."""
+    _schema_at(postgres_dsn, version)
+    with psycopg.connect(postgres_dsn, autocommit=True) as connection:
+        connection.execute("INSERT INTO agentrecall.stores (name) VALUES ('memory')")
+        connection.execute(
+            "INSERT INTO agentrecall.scopes (store) SELECT store FROM agentrecall.stores"
+        )
+        connection.execute(
+            "INSERT INTO agentrecall.memories (store, scope, id, content, content_hash, "
+            "created_at, expires_at, terms, length) SELECT 1, 1, 'old', 'an old memory', "
+            "'\\x00'::bytea, '2026-01-01T00:00:00.000Z', '2999-01-01T00:00:00.000Z', "
+            "'old:2 memory:3'::tsvector, 2"
+        )
+    store = PostgresStore(postgres_dsn)
+    kept = await store.add("A memory kept a while", ttl=3_600)
+    assert (await store.add("A memory kept a while")).id == kept.id
+    again = await store.get(kept.id)
+    assert again is not None and again.expires_at is None
+    await store.add("another memory")
+    assert await store.count() == 3
+    await store.aclose()
+    versions = _rows(postgres_dsn, "SELECT max(version) FROM agentrecall.migrations")
+    assert versions == [(len(MIGRATIONS),)]
+    assert_counts_exact(postgres_dsn)

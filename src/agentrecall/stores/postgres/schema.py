@@ -34,7 +34,12 @@ The tables:
   counts only memories and lengths.
 * ``add_memory(...)`` (migration 5): one durable add in one call, planned once per session,
   counting its own memory while ``agentrecall.counted_by_writer`` tells the trigger to count
-  nothing (see :func:`agentrecall.stores.postgres.writes.add_alone`).
+  nothing (see :func:`agentrecall.stores.postgres.writes.add_alone`). Since migration 6 it
+  also extends a held copy's expiry in its own transaction, and every function of the schema
+  runs with ``search_path = pg_catalog, pg_temp``: the caller's search_path never decides
+  which function or operator they call. They are ``SECURITY INVOKER``: a role that runs a
+  store needs ``EXECUTE`` on them (PostgreSQL grants it to ``PUBLIC`` by default) and the
+  same rights on the tables as the statements they run.
 """
 
 from __future__ import annotations
@@ -352,6 +357,85 @@ MIGRATIONS: list[str] = [
         IF cardinality(known) < cardinality(lexemes) THEN
             -- Filtered by the array, not by a join with term_stats, whose generic plan could
             -- read every row of the shard while the table has no statistics.
+            INSERT INTO {schema}.term_stats (store, term, shard, memories)
+            SELECT a_store, t.term, chosen, 1 FROM unnest(lexemes) AS t (term)
+            WHERE t.term <> ALL (known);
+        END IF;
+        RETURN held;
+    END $$;
+    """,
+    # The functions resolve every name in pg_catalog whatever the caller's search_path (their
+    # own tables are qualified): a schema put before pg_catalog could otherwise shadow a
+    # function or operator they call. And add_memory extends a held copy's expiry itself, in
+    # its own transaction: the client's later update could find the copy expired, and purged
+    # by then, so the add was lost with it. NULL when the copy went meanwhile: the client's
+    # full statement runs.
+    """
+    ALTER FUNCTION {schema}.write_shard() SET search_path = pg_catalog, pg_temp;
+    ALTER FUNCTION {schema}.count_changes(integer, integer[], integer[], tsvector[], integer[])
+        SET search_path = pg_catalog, pg_temp;
+    ALTER FUNCTION {schema}.count_memories() SET search_path = pg_catalog, pg_temp;
+    CREATE OR REPLACE FUNCTION {schema}.add_memory(
+        a_store integer, a_scope bigint, a_id text, a_content text, a_hash bytea,
+        a_metadata jsonb, a_created text, a_updated text, a_expires text, a_terms tsvector,
+        a_length integer, a_now text
+    ) RETURNS text LANGUAGE plpgsql
+    SET plan_cache_mode = force_generic_plan SET search_path = pg_catalog, pg_temp AS $$
+    DECLARE
+        held text;
+        until text;
+        chosen integer;
+        lexemes text[];
+        known text[];
+    BEGIN
+        IF (
+            SELECT min(m.expires_at) FROM {schema}.memories AS m
+            WHERE m.store = a_store AND m.expires_at IS NOT NULL
+        ) <= a_now THEN
+            RETURN NULL;
+        END IF;
+        PERFORM set_config('agentrecall.counted_by_writer', 'on', true);
+        INSERT INTO {schema}.memories AS m (store, scope, id, content, content_hash, metadata,
+            created_at, updated_at, expires_at, terms, length)
+        VALUES (a_store, a_scope, a_id, a_content, a_hash, a_metadata, a_created, a_updated,
+            a_expires, a_terms, a_length)
+        ON CONFLICT (scope, content_hash) DO NOTHING RETURNING m.id INTO held;
+        PERFORM set_config('agentrecall.counted_by_writer', 'off', true);
+        IF held IS NULL THEN
+            SELECT m.id, m.expires_at INTO held, until FROM {schema}.memories AS m
+            WHERE m.scope = a_scope AND m.content_hash = a_hash
+            AND (m.expires_at IS NULL OR m.expires_at > a_now);
+            IF until IS NULL OR (a_expires IS NOT NULL AND a_expires <= until COLLATE "C") THEN
+                RETURN held;  -- none, or it lives long enough: nothing to write
+            END IF;
+            -- The update reads the row's newest version (a concurrent add's extension, or
+            -- its delete), and it changes no count, so the trigger counts nothing.
+            PERFORM set_config('agentrecall.counted_by_writer', 'on', true);
+            UPDATE {schema}.memories AS m
+            SET expires_at = CASE WHEN m.expires_at IS NULL OR a_expires IS NULL THEN NULL
+                ELSE greatest(m.expires_at, a_expires) END
+            WHERE m.store = a_store AND m.id = held
+            AND (m.expires_at IS NULL OR m.expires_at > a_now)
+            RETURNING m.id INTO held;
+            PERFORM set_config('agentrecall.counted_by_writer', 'off', true);
+            RETURN held;
+        END IF;
+        chosen := {schema}.write_shard();
+        UPDATE {schema}.store_stats AS s
+        SET memories = s.memories + 1, terms = s.terms + a_length
+        WHERE s.store = a_store AND s.shard = chosen;
+        IF NOT FOUND THEN
+            INSERT INTO {schema}.store_stats (store, shard, memories, terms)
+            VALUES (a_store, chosen, 1, a_length);
+        END IF;
+        lexemes := tsvector_to_array(a_terms);
+        WITH counted AS (
+            UPDATE {schema}.term_stats AS s SET memories = s.memories + 1
+            WHERE s.store = a_store AND s.term = ANY (lexemes) AND s.shard = chosen
+            RETURNING s.term
+        )
+        SELECT coalesce(array_agg(term), '{}') INTO known FROM counted;
+        IF cardinality(known) < cardinality(lexemes) THEN
             INSERT INTO {schema}.term_stats (store, term, shard, memories)
             SELECT a_store, t.term, chosen, 1 FROM unnest(lexemes) AS t (term)
             WHERE t.term <> ALL (known);

@@ -439,15 +439,11 @@ class PostgresStore(front.StoreFront):
             number = await self._transaction(lookup, tables)
         add = functools.partial(writes.add_alone, scope=number, row=row, now=new.now)
         while True:
-            # Each run either stores the row or reads its holder, unless a concurrent add
-            # committed the holder meanwhile: the next run's snapshot shows it.
+            # Each run either stores the row or reads its holder (and extends its expiry),
+            # unless a concurrent write got in the way: the next run's snapshot shows it.
             memory_id = await self._transaction(add, tables, alone=True)
-            if memory_id is None:
-                continue
-            if memory_id != row[0]:  # the content was held: the holder lives as long as asked
-                keep = functools.partial(writes.outlive, ids=[memory_id], expires_at=new.expires_at)
-                await self._transaction(keep, tables)
-            return AddResult(id=memory_id)
+            if memory_id is not None:
+                return AddResult(id=memory_id)
 
     async def _add_many(self, batch: front.Items, expires_at: str | None) -> front.AddResults:
         # Each chunk is checked as it is built, in a thread; a bad item still stores nothing

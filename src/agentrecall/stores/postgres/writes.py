@@ -223,11 +223,14 @@ async def add_alone(
 
     On a connection in autocommit mode each statement is its own transaction: one round trip
     and one commit, two when the store holds an expired memory. The first is a call of the
-    schema's ``add_memory`` (migration 5), whose statements the server plans once per session:
-    it inserts ``row`` (:data:`DEDUP`) or reads its live holder, and adds nothing while an
-    expired memory awaits the purge. Then (:func:`_add_purging`) one statement moves the
-    store's expired memories to the history and adds the row. ``None`` when neither settled it
-    (see :func:`_add_purging`).
+    schema's ``add_memory`` (migrations 5 and 6), whose statements the server plans once per
+    session: it inserts ``row`` (:data:`DEDUP`) or reads its live holder and, in the same
+    transaction, lets the holder live as long as ``row`` asks (as :func:`outlive`); it adds
+    nothing while an expired memory awaits the purge. Then (:func:`_add_purging`) one
+    statement moves the store's expired memories to the history and adds the row. ``None``
+    when neither settled it: also when that statement found the content held, since the
+    holder's expiry must move in the transaction that reads it (a later one may find it
+    expired and purged); the next call of ``add_memory`` does both.
     """
     cursor = await connection.execute(
         f"SELECT {tables.schema}.add_memory(%s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s, "
@@ -237,7 +240,8 @@ async def add_alone(
     found = await cursor.fetchone()
     if found is not None and found[0] is not None:
         return str(found[0])
-    return await _add_purging(connection, tables, scope, row, now)
+    added = await _add_purging(connection, tables, scope, row, now)
+    return added if added == row[0] else None
 
 
 async def _add_purging(
