@@ -527,3 +527,41 @@ async def test_an_upgraded_store_keeps_counting_and_extending_held_copies(
     versions = _rows(postgres_dsn, "SELECT max(version) FROM agentrecall.migrations")
     assert versions == [(len(MIGRATIONS),)]
     assert_counts_exact(postgres_dsn)
+
+
+@pytest.mark.asyncio
+async def test_a_role_with_rights_on_the_tables_only_uses_a_store_an_admin_set_up(
+    postgres_dsn: str,
+) -> None:
+    """An administrator's role runs setup(); the application's role may not create anything.
+
+    The application's role has the rights on the schema's tables and sequences its writes
+    need, no right to create in the database: it adds (through the schema's function),
+    dedups, searches and imports in bulk. Before, opening the store ran ``CREATE SCHEMA IF
+    NOT EXISTS`` even at the newest version, which such a role is refused.
+    """
+    admin = PostgresStore(postgres_dsn)
+    await admin.setup()
+    await admin.aclose()
+    role = f"agentrecall_app_{os.getpid()}"
+    with psycopg.connect(postgres_dsn, autocommit=True) as connection:
+        database = connection.info.dbname
+        connection.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'app'")
+        connection.execute(f'REVOKE CREATE ON DATABASE "{database}" FROM PUBLIC')
+        connection.execute(f"GRANT USAGE ON SCHEMA agentrecall TO {role}")
+        connection.execute(
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA agentrecall TO {role}"
+        )
+        connection.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA agentrecall TO {role}")
+    try:
+        app = PostgresStore(psycopg.conninfo.make_conninfo(postgres_dsn, user=role, password="app"))
+        first = await app.add("Written by the application's role")
+        assert (await app.add("Written by the application's role")).id == first.id
+        await app.add_many([(f"bulk memory {n}", None) for n in range(writes.COPY_AFTER + 1)])
+        assert [hit.id for hit in await app.search("application")] == [first.id]
+        await app.aclose()
+        assert_counts_exact(postgres_dsn)
+    finally:
+        with psycopg.connect(postgres_dsn, autocommit=True) as connection:
+            connection.execute(f"DROP OWNED BY {role}")
+            connection.execute(f"DROP ROLE {role}")

@@ -455,12 +455,20 @@ async def migrate(connection: AsyncConnection[Any], schema: str, what: str) -> i
     (:func:`agentrecall._internal.postgres_schema.lock_key`), so a ``BufferMemory`` creating
     its table in this schema at the same moment waits rather than fails.
 
+    A schema already at the newest version is only read, so a role with no right to create
+    anything (an application's role, with the rights on the tables that its statements need,
+    after an administrator's role ran :meth:`~agentrecall.PostgresStore.setup`) opens it.
+
     Raises:
         StorageError: a newer agentrecall migrated the schema (``what`` names the store), or
             the schema already holds a table of one of the store's names.
     """
     name = sql.Identifier(schema)
     async with connection.transaction():
+        current = await stored_version(connection, schema)
+        if current is not None and current >= len(MIGRATIONS):
+            check_version(current, schema, what, writable=True)
+            return 0
         await lock_schema(connection, schema)
         # The lock every other component of agentrecall (a BufferMemory's table) takes to
         # migrate in this schema: CREATE SCHEMA IF NOT EXISTS of two transactions at once
