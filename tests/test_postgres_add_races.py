@@ -250,3 +250,23 @@ async def test_an_add_extends_its_held_copy_before_the_copy_can_expire(
     assert_counts_exact(postgres_dsn)
     for store in (adder, other):
         await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_writes_after_single_adds_on_one_connection_are_counted(postgres_dsn: str) -> None:
+    """The setting that tells the trigger to count nothing lasts only for the function's call.
+
+    One connection serves every write: single adds (new, held, held with a longer expiry),
+    then writes the trigger counts (an update, a bulk add, deletes). Were the setting left on
+    after an add, the later writes' counts would be missing from the recount's comparison.
+    """
+    store = PostgresStore(postgres_dsn, pool_size=1)
+    first = await store.add("A first memory, kept an hour", ttl=3_600)
+    assert (await store.add("A first memory, kept an hour", ttl=7_200)).id == first.id
+    await store.add("A second memory")
+    await store.update(first.id, content="The first memory, rewritten")
+    await store.add_many([(f"bulk memory {n}", None) for n in range(1_500)])
+    await store.delete_many([record.id for record in await store.list(limit=10)])
+    await store.add("A third memory")
+    assert_counts_exact(postgres_dsn)
+    await store.aclose()

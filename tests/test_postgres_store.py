@@ -565,3 +565,30 @@ async def test_a_role_with_rights_on_the_tables_only_uses_a_store_an_admin_set_u
         with psycopg.connect(postgres_dsn, autocommit=True) as connection:
             connection.execute(f"DROP OWNED BY {role}")
             connection.execute(f"DROP ROLE {role}")
+
+
+@pytest.mark.asyncio
+async def test_single_adds_go_on_after_a_restart_between_them(
+    private_postgres: TemporaryPostgres,
+) -> None:
+    """The server restarts between two adds: the pool's sessions are gone, and with them the
+    plans the function cached. The next add may fail retryably; one after it succeeds, dedups
+    against the memory stored before the restart and extends its expiry."""
+    store = PostgresStore(private_postgres.dsn)
+    kept = await store.add("Stored before the restart", ttl=3_600)
+    await asyncio.to_thread(private_postgres.restart)
+    for _ in range(3):
+        try:
+            again = await store.add("Stored before the restart")
+            break
+        except ServerUnavailableError:
+            continue
+    else:
+        pytest.fail("three adds after the restart all failed")
+    assert again.id == kept.id
+    held = await store.get(kept.id)
+    assert held is not None and held.expires_at is None
+    await store.add("Stored after the restart")
+    assert await store.count() == 2
+    await store.aclose()
+    assert_counts_exact(private_postgres.dsn)
