@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -12,10 +13,11 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 import agentrecall
-from agentrecall import errors
+from agentrecall import PostgresStore, errors
 from agentrecall.testing import ChatServer, Reply
 from agentrecall.testing.postgres import TemporaryPostgres
 
@@ -275,6 +277,31 @@ def test_command_line_block_runs(tmp_path: Path) -> None:
     for made in ("memory.jsonl", "copy.db", "copy.json", "same.db"):
         assert (tmp_path / made).exists(), made
     assert len(json.loads((tmp_path / "copy.json").read_text(encoding="utf-8"))) == 2
+
+
+def test_sql_block_grants_what_the_application_role_needs(
+    private_postgres: TemporaryPostgres,
+) -> None:
+    """The grants run as the README gives them, after setup(); the role then uses the store."""
+    (grants,) = blocks("sql")
+    dsn = private_postgres.dsn
+
+    async def use(url: str) -> list[str]:
+        async with PostgresStore(url) as store:
+            first = await store.add("Written by the application's role")
+            assert (await store.add("Written by the application's role")).id == first.id
+            return [hit.content for hit in await store.search("application role")]
+
+    async def set_up() -> None:
+        async with PostgresStore(dsn) as admin:
+            await admin.setup()
+
+    asyncio.run(set_up())
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        connection.execute(f'REVOKE CREATE ON DATABASE "{connection.info.dbname}" FROM PUBLIC')
+        connection.execute(grants)
+    app = psycopg.conninfo.make_conninfo(dsn, user="agentrecall_app", password="change-me")
+    assert asyncio.run(use(app)) == ["Written by the application's role"]
 
 
 def test_error_tree_matches_the_classes() -> None:
