@@ -568,6 +568,39 @@ async def test_a_role_with_rights_on_the_tables_only_uses_a_store_an_admin_set_u
 
 
 @pytest.mark.asyncio
+async def test_a_role_with_rights_on_the_tables_only_writes_and_finds_vectors(
+    postgres_dsn: str,
+) -> None:
+    """The administrator set up a store with an embedder (extension, model, HNSW index); the
+    application's role, owning nothing, adds with vectors and searches by them. Before, its
+    first write ran CREATE INDEX IF NOT EXISTS, which PostgreSQL refuses to a non-owner even
+    when the index exists ("must be owner of table vectors")."""
+    async with PostgresStore(postgres_dsn, embedder=HashEmbedder(64)) as admin:
+        await admin.setup()
+    role = f"agentrecall_vectors_{os.getpid()}"
+    with psycopg.connect(postgres_dsn, autocommit=True) as connection:
+        database = connection.info.dbname
+        connection.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'app'")
+        connection.execute(f'REVOKE CREATE ON DATABASE "{database}" FROM PUBLIC')
+        connection.execute(f"GRANT USAGE ON SCHEMA agentrecall TO {role}")
+        connection.execute(
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA agentrecall TO {role}"
+        )
+        connection.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA agentrecall TO {role}")
+    try:
+        url = psycopg.conninfo.make_conninfo(postgres_dsn, user=role, password="app")
+        async with PostgresStore(url, embedder=HashEmbedder(64)) as app:
+            tea = await app.add("The user drinks green tea")
+            await app.add_many([(f"bulk memory {n}", None) for n in range(20)])
+            hits = await app.search("green tea", {"mode": "semantic"})
+            assert hits and hits[0].id == tea.id
+    finally:
+        with psycopg.connect(postgres_dsn, autocommit=True) as connection:
+            connection.execute(f"DROP OWNED BY {role}")
+            connection.execute(f"DROP ROLE {role}")
+
+
+@pytest.mark.asyncio
 async def test_single_adds_go_on_after_a_restart_between_them(
     private_postgres: TemporaryPostgres,
 ) -> None:

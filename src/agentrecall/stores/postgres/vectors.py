@@ -196,6 +196,13 @@ async def index_if_empty(connection: Connection, tables: Tables, dimension: int)
     if not await _create_extension(connection):
         return
     dimension = int(dimension)
+    # Looked up first: CREATE INDEX IF NOT EXISTS needs the table's owner even when the
+    # index exists, and an application's role that an administrator set the store up for
+    # owns nothing.
+    name = f"{tables.schema}.{_index_name(tables, dimension)}"
+    cursor = await connection.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
+    if (await cursor.fetchone() or (False,))[0]:
+        return
     cursor = await connection.execute(
         f"SELECT 1 FROM {tables.schema}.vectors WHERE store = %s "
         "AND cardinality(embedding) = %s LIMIT 1",
