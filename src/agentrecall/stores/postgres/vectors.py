@@ -14,8 +14,13 @@ load (a large reindex, ``add_many`` or import) therefore drops the store's index
 (:func:`build_index`, ``CREATE INDEX CONCURRENTLY`` with the memory and workers for the
 build). Without the index, searches scan the store's vectors: the same hits, slower.
 
-With a filter or a scope, pgvector's iterative scan (0.8 and later) reads further down the
-graph until enough rows meet the conditions; an older pgvector may return fewer hits.
+A search narrowed by a scope, a filter or time bounds first counts the memories meeting its
+conditions, reading at most :data:`EXACT_UNDER` + 1 of them (through the metadata or B-tree
+index that serves the conditions); when they are that few, it compares the query with each of
+them, which is exact and, for a selective filter, far cheaper than walking a graph in which few
+rows meet the conditions. Otherwise, and for a search of the whole store (not counted), it
+walks the graph: pgvector's iterative scan (0.8 and later) reads further down until enough
+rows meet the conditions; an older pgvector may return fewer hits.
 """
 
 from __future__ import annotations
