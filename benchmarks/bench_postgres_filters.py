@@ -1,4 +1,4 @@
-"""Benchmark: ``PostgresStore``'s metadata filters with the SQL before and after the GIN fix.
+"""Benchmark: ``PostgresStore``'s semantic search under metadata filters, walk against exact.
 
 Run: ``.venv/bin/python benchmarks/bench_postgres_filters.py [--size 100000] [--questions 100]``.
 It starts a throwaway PostgreSQL 18 with pgvector on 127.0.0.1 (``fsync`` on, ``bench_postgres``'s
@@ -6,32 +6,33 @@ It starts a throwaway PostgreSQL 18 with pgvector on 127.0.0.1 (``fsync`` on, ``
 
 The store holds the benchmark corpus (:mod:`corpus`) with ``filtered_search``'s two extra
 fields: ``tenant``, one of 100 values in turn (``{"tenant": "t07"}`` matches 1%, spread evenly
-through the store), and ``half`` (``{"half": "even"}``: 50%), plus ``{"tenant": {"$in": [...]}}``
-of two tenants (2%). It is loaded keyword-only with ``add_many``, then ``reindex()`` stores
-``HashEmbedder(384)`` vectors and builds the HNSW index, and the tables are analyzed.
+through the store), and ``half`` (``{"half": "even"}``: 50%), plus ``$in`` filters of two, five
+and ten tenants (2%, 5%, 10%). It is loaded keyword-only with ``add_many``, then ``reindex()``
+stores ``HashEmbedder(384)`` vectors and builds the HNSW index, and the tables are analyzed.
 
-Each timed question is searched in keyword and in hybrid mode (top 10), unfiltered and with
-each filter, each filtered search once with the SQL before (the filter's tests wrapped in
-``coalesce(..., FALSE)``, which the planner cannot match to the ``jsonb_path_ops`` index; see
-:func:`old_sql`) and once with the SQL now (a bare ``@>``), in turns, the order of the two
-alternating by question, so both meet the same load of this shared machine. The figures are
-the medians (and p90) of wall time and of this process's CPU time per search.
+Each timed question is searched in semantic and in hybrid mode (top 10), unfiltered and with
+each filter, each filtered search with the semantic part as it was (``walk``: always the HNSW
+walk, no count; see :func:`choosing`), as it is (``chosen``: the bounded count, then exact
+search over at most ``vectors.EXACT_UNDER`` matching memories, else the walk) and, in semantic
+mode, always exact (``exact``: the threshold raised past the store, so the count is a full
+one), in turns, the order rotating by question, so all meet the same load of this shared
+machine. The figures are the medians (and p90) of wall time and of this process's CPU time
+per search. The ``exact`` column against the ``walk`` column is what the threshold is chosen by.
 
-Then one selective search (1%, keyword and hybrid) is run once more with each SQL under
-``auto_explain`` (``log_analyze``, ``log_buffers``) and the plans of its main statements are
-copied from the server's log into the results.
+Then one selective search (1%, semantic) is run once more each way under ``auto_explain``
+(``log_analyze``, ``log_buffers``) and the plans of its statements are copied from the server's
+log into the results.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import statistics
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -46,8 +47,7 @@ from psycopg import sql  # noqa: E402
 from timing import load, ms, percentile  # noqa: E402
 
 from agentrecall import PostgresStore  # noqa: E402
-from agentrecall.retrieval.filters import parse  # noqa: E402
-from agentrecall.stores.postgres import tables as postgres_tables  # noqa: E402
+from agentrecall.stores.postgres import vectors as postgres_vectors  # noqa: E402
 from agentrecall.testing import HashEmbedder  # noqa: E402
 from agentrecall.testing.postgres import TemporaryPostgres  # noqa: E402
 
@@ -59,9 +59,12 @@ FILTERS: dict[str, dict[str, Any] | None] = {
     "unfiltered": None,
     "tenant, 1%": {"tenant": "t07"},
     "tenant $in, 2%": {"tenant": {"$in": ["t07", "t42"]}},
+    "tenant $in, 5%": {"tenant": {"$in": [f"t{n:02d}" for n in range(10, 15)]}},
+    "tenant $in, 10%": {"tenant": {"$in": [f"t{n:02d}" for n in range(20, 30)]}},
     "half, 50%": {"half": "even"},
 }
-MODES = ("keyword", "hybrid")
+MODES = ("semantic", "hybrid")
+VARIANTS = {"semantic": ("walk", "chosen", "exact"), "hybrid": ("walk", "chosen")}
 EXPLAINED = "tenant, 1%"
 EXPLAIN_OPTIONS = (
     "-c session_preload_libraries=auto_explain -c auto_explain.log_min_duration=0 "
@@ -69,30 +72,16 @@ EXPLAIN_OPTIONS = (
 )
 
 
-def old_sql(filter: Mapping[str, Any] | None, column: str) -> tuple[str, list[object]]:
-    """The SQL of ``$eq`` and ``$in`` filters before the fix (only what the cases use)."""
-    parts: list[str] = []
-    params: list[object] = []
-    for field in parse(filter):
-        for test in field.tests:
-            if test.operator == "$eq":
-                params.append(json.dumps({field.name: test.operand}))
-                parts.append(f"coalesce({column} @> %s::jsonb, FALSE)")
-            elif test.operator == "$in":
-                params += [field.name, [json.dumps(value) for value in test.operand]]
-                parts.append(f"coalesce(({column} -> %s) = ANY(%s::jsonb[]), FALSE)")
-            else:
-                raise ValueError(f"old_sql renders only $eq and $in, not {test.operator}")
-    return ("(" + " AND ".join(parts) + ")" if parts else "TRUE"), params
-
-
 @contextmanager
-def rendering(variant: str) -> Iterator[None]:
-    """Make the stores of this process render filters with the ``old`` or the ``new`` SQL."""
-    if variant == "new":
-        yield
-        return
-    with mock.patch.object(postgres_tables, "to_postgres", old_sql):
+def choosing(variant: str) -> Iterator[None]:
+    """Make the stores of this process search as ``walk``, ``chosen`` or ``exact`` (above)."""
+    if variant == "walk":
+        with mock.patch.object(postgres_vectors, "_narrowed", lambda tables, where: False):
+            yield
+    elif variant == "exact":
+        with mock.patch.object(postgres_vectors, "EXACT_UNDER", 10**9):
+            yield
+    else:
         yield
 
 
@@ -130,7 +119,7 @@ Timings = dict[tuple[str, str, str], list[tuple[float, float]]]
 async def timed(store: PostgresStore, question: str, mode: str, filter: Any) -> tuple[float, float]:
     """Return the wall and CPU seconds of one search."""
     began, cpu = time.perf_counter(), time.process_time()
-    await store.search(question, {"mode": mode, "limit": 10}, filter=filter)
+    await store.search(question, {"mode": mode, "max_search_results": 10}, filter=filter)
     return time.perf_counter() - began, time.process_time() - cpu
 
 
@@ -141,16 +130,17 @@ async def searches(dsn: str, questions: Sequence[str], warmup: Sequence[str]) ->
     try:
         for question in warmup:
             for mode in MODES:
-                for variant in ("old", "new"):
-                    with rendering(variant):
+                for variant in VARIANTS[mode]:
+                    with choosing(variant):
                         for filter in FILTERS.values():
                             await store.search(question, {"mode": mode}, filter=filter)
         for number, question in enumerate(questions):
-            order = ("old", "new") if number % 2 == 0 else ("new", "old")
             for mode in MODES:
+                turn = number % len(VARIANTS[mode])
+                order = VARIANTS[mode][turn:] + VARIANTS[mode][:turn]
                 for name, filter in FILTERS.items():
-                    for variant in order if filter is not None else ("new",):
-                        with rendering(variant):
+                    for variant in order if filter is not None else ("chosen",):
+                        with choosing(variant):
                             times = await timed(store, question, mode, filter)
                         found.setdefault((mode, name, variant), []).append(times)
     finally:
@@ -164,44 +154,45 @@ async def explained(server: TemporaryPostgres, dsn: str, question: str) -> list[
     info["options"] = EXPLAIN_OPTIONS
     traced = psycopg.conninfo.make_conninfo(**{k: str(v) for k, v in info.items()})
     sections = []
-    for mode in MODES:
-        for variant in ("old", "new"):
-            store = PostgresStore(traced, embedder=HashEmbedder(DIMENSION))
-            await store.search(question, {"mode": mode}, filter=FILTERS[EXPLAINED])  # warm
-            start = server.log_path.stat().st_size
-            with rendering(variant):
-                await store.search(question, {"mode": mode}, filter=FILTERS[EXPLAINED])
-            await store.aclose()
-            with server.log_path.open(errors="replace") as log:
-                log.seek(start)
-                text = log.read()
-            plans = [
-                "duration:" + chunk.split("\n20", 1)[0].rstrip()
-                for chunk in text.split("duration:")[1:]
-                if "Query Text: WITH" in chunk or "<=>" in chunk
-            ]
-            sections.append(
-                f"### {mode}, {EXPLAINED}, {variant} SQL\n\n```\n" + "\n\n".join(plans) + "\n```\n"
-            )
+    mode = "semantic"
+    for variant in ("walk", "chosen"):
+        store = PostgresStore(traced, embedder=HashEmbedder(DIMENSION))
+        await store.search(question, {"mode": mode}, filter=FILTERS[EXPLAINED])  # warm
+        start = server.log_path.stat().st_size
+        with choosing(variant):
+            await store.search(question, {"mode": mode}, filter=FILTERS[EXPLAINED])
+        await store.aclose()
+        with server.log_path.open(errors="replace") as log:
+            log.seek(start)
+            text = log.read()
+        plans = [
+            "duration:" + chunk.split("\n20", 1)[0].rstrip()
+            for chunk in text.split("duration:")[1:]
+            if "hnsw.ef_search" in chunk or "vectors AS v" in chunk
+        ]
+        sections.append(
+            f"### {mode}, {EXPLAINED}, {variant}\n\n```\n" + "\n\n".join(plans) + "\n```\n"
+        )
     return sections
 
 
 def table(found: Timings) -> list[str]:
     lines = [
-        "| mode | filter | old SQL: p50 / p90 ms | new SQL: p50 / p90 ms | new / old p50 "
-        "| CPU p50 old / new ms |",
-        "|---|---|---|---|---|---|",
+        "| mode | filter | walk: p50 / p90 ms | chosen: p50 / p90 ms | exact: p50 / p90 ms "
+        "| chosen / walk p50 | CPU p50 walk / chosen ms |",
+        "|---|---|---|---|---|---|---|",
     ]
     for mode in MODES:
         for name in FILTERS:
-            new = found[(mode, name, "new")]
-            old = found.get((mode, name, "old"), new)
-            walls = [[t[0] for t in old], [t[0] for t in new]]
-            cpus = [statistics.median(t[1] for t in side) for side in (old, new)]
-            ratio = statistics.median(walls[1]) / statistics.median(walls[0])
+            chosen = found[(mode, name, "chosen")]
+            sides = [found.get((mode, name, variant), chosen) for variant in VARIANTS[mode]]
+            walls = [[t[0] for t in side] for side in sides]
             cells = [f"{ms(percentile(w, 50))} / {ms(percentile(w, 90))}" for w in walls]
+            cells += ["-"] * (3 - len(cells))
+            cpus = [statistics.median(t[1] for t in side) for side in sides[:2]]
+            ratio = statistics.median(walls[1]) / statistics.median(walls[0])
             lines.append(
-                f"| {mode} | {name} | {cells[0]} | {cells[1]} | {ratio:.2f} "
+                f"| {mode} | {name} | {' | '.join(cells)} | {ratio:.2f} "
                 f"| {ms(cpus[0])} / {ms(cpus[1])} |"
             )
     return lines
@@ -229,11 +220,12 @@ async def main(argv: Sequence[str] | None = None) -> None:
         print("\n".join(rows), flush=True)
         plans = await explained(server, server.dsn, questions[0])
     report = [
-        "# PostgresStore metadata filters: the SQL before and after",
+        "# PostgresStore semantic search under metadata filters: HNSW walk or exact",
         "",
         f"Written by `benchmarks/bench_postgres_filters.py` (see its docstring): {args.size:,} "
-        f"memories ({loaded}), {len(questions)} questions, top 10, old and new SQL in turns "
-        f"per question; PostgreSQL 18 on 127.0.0.1, 2 shared vCPUs, load {load()} at the end "
+        f"memories ({loaded}), {len(questions)} questions, top 10, the variants in turns "
+        f"per question, `vectors.EXACT_UNDER` = {postgres_vectors.EXACT_UNDER:,}; PostgreSQL 18 "
+        f"on 127.0.0.1, 2 shared vCPUs, load {load()} at the end "
         f"({os.cpu_count()} CPUs seen). CPU is this client process's.",
         "",
         *rows,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import time
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
@@ -126,3 +129,104 @@ async def test_equality_and_in_filters_can_be_served_by_the_metadata_index(
             )
         )
     assert "memories_metadata" in plan, plan
+
+
+# Exact search under a narrowed search: 5,000 memories of random vectors, a field matching
+# 1.2% of them (61) and one matching half (2,500, more than vectors.EXACT_UNDER). The database's
+# hnsw.max_scan_tuples of 1 stops a walk of the graph early, so a walk under the selective
+# filter misses some of the nearest matches.
+SPREAD = 5_000
+DIMENSION = 64
+
+
+class _GaussianEmbedder:
+    """Each text's vector drawn at random from a seed of its hash: no two distances tie."""
+
+    dimension = DIMENSION
+    model_id = "test-gaussian-64"
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        import numpy
+
+        return numpy.asarray(
+            [
+                numpy.random.default_rng(
+                    int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+                ).standard_normal(DIMENSION)
+                for text in texts
+            ],
+            dtype=numpy.float32,
+        )
+
+
+def _spread() -> list[tuple[str, dict[str, Any]]]:
+    return [(f"note {n}", {"rare": n % 83 == 0, "half": n % 2 == 0}) for n in range(SPREAD)]
+
+
+def _nearest(items: list[tuple[str, dict[str, Any]]], query: str, field: str, k: int) -> list[str]:
+    """The ``k`` matching contents most similar to ``query`` (positive only), by numpy."""
+    import numpy
+
+    chosen = [content for content, metadata in items if metadata[field]]
+    embedder = _GaussianEmbedder()
+    vectors = numpy.asarray(embedder.embed(chosen), dtype=numpy.float64)
+    vectors /= numpy.linalg.norm(vectors, axis=1, keepdims=True)
+    wanted = numpy.asarray(embedder.embed([query])[0], dtype=numpy.float64)
+    similarity = vectors @ (wanted / numpy.linalg.norm(wanted))
+    order = numpy.argsort(-similarity)
+    return [chosen[i] for i in order if similarity[i] > 0][:k]
+
+
+def _walks(dsn: str) -> int:
+    """Return the scans of the HNSW indexes so far, once the database's other sessions ended.
+
+    A session's statistics are flushed before it leaves ``pg_stat_activity``.
+    """
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        for _ in range(200):
+            others = connection.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid()"
+            ).fetchone()
+            if others == (0,):
+                break
+            time.sleep(0.05)
+        row = connection.execute(
+            "SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_indexes "
+            "WHERE indexrelname LIKE 'vectors_hnsw_%'"
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+async def _searched(dsn: str, filter: dict[str, Any], queries: Sequence[str], k: int) -> list[Any]:
+    """Search each of ``queries`` semantically with ``filter`` from a store of its own."""
+    store = PostgresStore(dsn, embedder=_GaussianEmbedder())
+    try:
+        options = {"mode": "semantic", "max_search_results": k}
+        return [await store.search(query, options, filter=filter) for query in queries]
+    finally:
+        await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_selective_filter_finds_the_exact_nearest_and_an_unselective_one_walks(
+    postgres_dsn: str,
+) -> None:
+    with psycopg.connect(postgres_dsn, autocommit=True) as admin:
+        database = admin.execute("SELECT current_database()").fetchone()
+        assert database is not None
+        admin.execute(f'ALTER DATABASE "{database[0]}" SET hnsw.max_scan_tuples = 1')
+    items = _spread()
+    store = PostgresStore(postgres_dsn, embedder=_GaussianEmbedder())
+    await store.add_many(items)
+    await store.aclose()
+    queries = [f"question {n}" for n in range(5)]
+    before = _walks(postgres_dsn)
+    found = await _searched(postgres_dsn, {"rare": True}, queries, 20)
+    for query, entries in zip(queries, found, strict=True):
+        assert [entry.content for entry in entries] == _nearest(items, query, "rare", 20)
+    assert _walks(postgres_dsn) == before  # the HNSW index was not read
+    found = await _searched(postgres_dsn, {"half": True}, queries[:1], 10)
+    assert len(found[0]) == 10
+    assert _walks(postgres_dsn) > before

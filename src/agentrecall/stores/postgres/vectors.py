@@ -14,8 +14,13 @@ load (a large reindex, ``add_many`` or import) therefore drops the store's index
 (:func:`build_index`, ``CREATE INDEX CONCURRENTLY`` with the memory and workers for the
 build). Without the index, searches scan the store's vectors: the same hits, slower.
 
-With a filter or a scope, pgvector's iterative scan (0.8 and later) reads further down the
-graph until enough rows meet the conditions; an older pgvector may return fewer hits.
+A search narrowed by a scope, a filter or time bounds first counts the memories meeting its
+conditions, reading at most :data:`EXACT_UNDER` + 1 of them (through the metadata or B-tree
+index that serves the conditions); when they are that few, it compares the query with each of
+them, which is exact and, for a selective filter, far cheaper than walking a graph in which few
+rows meet the conditions. Otherwise, and for a search of the whole store (not counted), it
+walks the graph: pgvector's iterative scan (0.8 and later) reads further down until enough
+rows meet the conditions; an older pgvector may return fewer hits.
 """
 
 from __future__ import annotations
@@ -31,8 +36,10 @@ from psycopg import errors
 from agentrecall.embeddings.base import Embedder
 from agentrecall.embeddings.vectors import check_dimension, embed_checked, l2_normalize
 from agentrecall.errors import InvalidArgumentError, StorageError
+from agentrecall.stores.front import Conditions
 from agentrecall.stores.hybrid import Hit, semantic_hit
 from agentrecall.stores.postgres.tables import Connection, Params, Tables
+from agentrecall.stores.scopes import Scope
 
 EMBED_BATCH = 1_024
 """Texts per ``embed`` call."""
@@ -421,6 +428,12 @@ async def stage(connection: Connection, rows: Sequence[tuple[int, str | None, st
             await copy.write_row(row)
 
 
+EXACT_UNDER = 2_000
+"""Memories meeting a narrowed search's conditions up to which it computes every one's distance
+exactly instead of walking the HNSW graph: measured at 100,000 memories in
+``docs/postgres.md`` ("Metadata filters")."""
+
+
 async def nearest(
     connection: Connection,
     tables: Tables,
@@ -432,43 +445,100 @@ async def nearest(
 ) -> list[Hit]:
     """Return the ``wanted`` memories meeting ``where`` closest to ``query``, best first.
 
-    Only memories whose cosine similarity to the query is positive are returned.
+    Only memories whose cosine similarity to the query is positive are returned. A search
+    narrowed by a scope, a filter or time bounds to at most :data:`EXACT_UNDER` memories
+    compares the query with each of them, and returns the exact nearest, newer first on equal
+    distances (as ``SQLiteStore`` does); any other search walks the HNSW index.
 
     Raises:
         SemanticUnavailableError: the database lacks the pgvector extension.
         InvalidArgumentError: the store's vectors were made by another model.
     """
-    # One round trip before the search: the extension, the store's model, and the walk's
-    # settings for this transaction (set_config(..., true) is SET LOCAL). No bitmap scans, so
-    # no GIN index (B-trees keep plain index scans): pgvector's costs do not charge the walk for
-    # a filter's selectivity, and with the metadata index's bitmap at hand the planner hashed an
-    # HNSW scan run to its end (1% filter, 100,000 memories: 168 ms against 111 for the nested
-    # loop it takes without; docs/postgres.md "Metadata filters").
+    narrowed = _narrowed(tables, where)
+    # One round trip before the search: the extension, the store's model, how many memories
+    # meet a narrowed search's conditions (at most EXACT_UNDER + 1: planned with the session's
+    # settings, so a selective filter's count reads the metadata index's bitmap), and the
+    # settings of this transaction (set_config(..., true) is SET LOCAL). A walk of the graph
+    # gets no bitmap scans, so no GIN index (B-trees keep plain index scans): pgvector's costs
+    # do not charge the walk for a filter's selectivity, and with the metadata index's bitmap
+    # at hand the planner hashed an HNSW scan run to its end (1% filter, 100,000 memories:
+    # 168 ms against 111 for the nested loop it takes without; docs/postgres.md).
     cursor = await connection.execute(
         "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector'), model, dimension, "
-        f"set_config('hnsw.ef_search', '{int(EF_SEARCH)}', true), "
+        f"c.n, set_config('hnsw.ef_search', '{int(EF_SEARCH)}', true), "
         "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-        "set_config('enable_bitmapscan', 'off', true) "
-        f"FROM {tables.schema}.stores WHERE store = %s",
-        [tables.store],
+        f"set_config('enable_bitmapscan', CASE WHEN c.n <= {int(EXACT_UNDER)} "
+        "THEN current_setting('enable_bitmapscan') ELSE 'off' END, true) "
+        f"FROM {tables.schema}.stores, LATERAL ({_bounded_count(tables, where, narrowed)}) AS c "
+        "WHERE store = %s",
+        [*(params if narrowed else []), tables.store],
     )
     row = await cursor.fetchone()
     if row is None or not row[0]:
         raise SemanticUnavailableError(INSTALL)
     _refuse_other(tables, vectors, (row[1], row[2]))
-    dimension = int(vectors.dimension)
-    cast = f"vector({dimension})"
-    distance = f"(v.embedding::{cast}) <=> %s::{cast}"
-    cursor = await connection.execute(
-        f"SELECT m.id, m.content, m.metadata::text, 1 - ({distance}) FROM "
-        f"{tables.schema}.vectors AS v JOIN {tables.memories} AS m ON m.seq = v.seq "
-        f"WHERE v.store = %s AND cardinality(v.embedding) = {dimension} AND {where} "
-        f"ORDER BY {distance} LIMIT %s",
-        [query, tables.store, *params, query, wanted],
-    )
+    search = _exact if row[3] is not None and int(row[3]) <= EXACT_UNDER else _walk
+    text, values = search(tables, int(vectors.dimension), query, where, params, wanted)
+    cursor = await connection.execute(text, values)
     found: list[Any] = await cursor.fetchall()
     ranked = sorted((row for row in found if row[3] > 0), key=lambda row: -row[3])
     return [semantic_hit(row[:3], float(row[3])) for row in ranked]
+
+
+def _narrowed(tables: Tables, where: str) -> bool:
+    """Return whether ``where`` asks more than the store's unexpired memories.
+
+    The search of a whole store skips the count: it would only cost, the store being what the
+    HNSW index holds.
+    """
+    plain, _ = tables.where(Conditions(Scope()), "")
+    return where != plain
+
+
+def _bounded_count(tables: Tables, where: str, narrowed: bool) -> str:
+    """A query of ``n``: the memories meeting ``where`` up to one too many, or NULL uncounted."""
+    if not narrowed:
+        return "SELECT NULL::bigint AS n"
+    return (
+        f"SELECT count(*) AS n FROM (SELECT 1 FROM {tables.memories} AS m WHERE {where} "
+        f"LIMIT {int(EXACT_UNDER) + 1}) AS c"
+    )
+
+
+def _walk(
+    tables: Tables, dimension: int, query: str, where: str, params: Params, wanted: int
+) -> tuple[str, Params]:
+    """The search walking the HNSW index, whose expression its ``ORDER BY`` repeats."""
+    cast = f"vector({dimension})"
+    distance = f"(v.embedding::{cast}) <=> %s::{cast}"
+    return (
+        f"SELECT m.id, m.content, m.metadata::text, 1 - ({distance}) FROM "
+        f"{tables.schema}.vectors AS v JOIN {tables.memories} AS m ON m.seq = v.seq "
+        f"WHERE v.store = %s AND cardinality(v.embedding) = {dimension} AND {where} "
+        f"ORDER BY {distance} LIMIT %s"
+    ), [query, tables.store, *params, query, wanted]
+
+
+def _exact(
+    tables: Tables, dimension: int, query: str, where: str, params: Params, wanted: int
+) -> tuple[str, Params]:
+    """The search comparing the query with every memory meeting ``where``.
+
+    The memories are read first (a MATERIALIZED CTE, through whichever index serves the
+    conditions), then their vectors by key. ``cosine_distance()`` is the function behind
+    ``<=>``: an index orders only by an operator, so the HNSW index cannot serve this ordering.
+    """
+    cast = f"vector({dimension})"
+    return (
+        f"WITH f AS MATERIALIZED (SELECT m.seq, m.id, m.content, m.metadata "
+        f"FROM {tables.memories} AS m WHERE {where}), "
+        "d AS (SELECT f.seq, f.id, f.content, f.metadata, "
+        f"cosine_distance(v.embedding::{cast}, %s::{cast}) AS distance "
+        f"FROM f JOIN {tables.schema}.vectors AS v ON v.seq = f.seq "
+        f"WHERE v.store = %s AND cardinality(v.embedding) = {dimension}) "
+        "SELECT id, content, metadata::text, 1 - distance FROM d "
+        "ORDER BY distance, seq DESC LIMIT %s"
+    ), [*params, query, tables.store, wanted]
 
 
 async def _has_extension(connection: Connection) -> bool:
