@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import string
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from itertools import pairwise
 from typing import Any
 
@@ -529,6 +531,27 @@ async def test_an_upgraded_store_keeps_counting_and_extending_held_copies(
     assert_counts_exact(postgres_dsn)
 
 
+@contextlib.contextmanager
+def application_role(dsn: str, role: str) -> Iterator[str]:
+    """Yield the URL of a new role with the rights the README grants an application's role:
+    on the schema's tables and sequences, none to create in the database; dropped after."""
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        database = connection.info.dbname
+        connection.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'app'")
+        connection.execute(f'REVOKE CREATE ON DATABASE "{database}" FROM PUBLIC')
+        connection.execute(f"GRANT USAGE ON SCHEMA agentrecall TO {role}")
+        connection.execute(
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA agentrecall TO {role}"
+        )
+        connection.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA agentrecall TO {role}")
+    try:
+        yield psycopg.conninfo.make_conninfo(dsn, user=role, password="app")
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as connection:
+            connection.execute(f"DROP OWNED BY {role}")
+            connection.execute(f"DROP ROLE {role}")
+
+
 @pytest.mark.asyncio
 async def test_a_role_with_rights_on_the_tables_only_uses_a_store_an_admin_set_up(
     postgres_dsn: str,
@@ -543,28 +566,14 @@ async def test_a_role_with_rights_on_the_tables_only_uses_a_store_an_admin_set_u
     admin = PostgresStore(postgres_dsn)
     await admin.setup()
     await admin.aclose()
-    role = f"agentrecall_app_{os.getpid()}"
-    with psycopg.connect(postgres_dsn, autocommit=True) as connection:
-        database = connection.info.dbname
-        connection.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'app'")
-        connection.execute(f'REVOKE CREATE ON DATABASE "{database}" FROM PUBLIC')
-        connection.execute(f"GRANT USAGE ON SCHEMA agentrecall TO {role}")
-        connection.execute(
-            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA agentrecall TO {role}"
-        )
-        connection.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA agentrecall TO {role}")
-    try:
-        app = PostgresStore(psycopg.conninfo.make_conninfo(postgres_dsn, user=role, password="app"))
+    with application_role(postgres_dsn, f"agentrecall_app_{os.getpid()}") as url:
+        app = PostgresStore(url)
         first = await app.add("Written by the application's role")
         assert (await app.add("Written by the application's role")).id == first.id
         await app.add_many([(f"bulk memory {n}", None) for n in range(writes.COPY_AFTER + 1)])
         assert [hit.id for hit in await app.search("application")] == [first.id]
         await app.aclose()
         assert_counts_exact(postgres_dsn)
-    finally:
-        with psycopg.connect(postgres_dsn, autocommit=True) as connection:
-            connection.execute(f"DROP OWNED BY {role}")
-            connection.execute(f"DROP ROLE {role}")
 
 
 @pytest.mark.asyncio
@@ -577,27 +586,12 @@ async def test_a_role_with_rights_on_the_tables_only_writes_and_finds_vectors(
     when the index exists ("must be owner of table vectors")."""
     async with PostgresStore(postgres_dsn, embedder=HashEmbedder(64)) as admin:
         await admin.setup()
-    role = f"agentrecall_vectors_{os.getpid()}"
-    with psycopg.connect(postgres_dsn, autocommit=True) as connection:
-        database = connection.info.dbname
-        connection.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'app'")
-        connection.execute(f'REVOKE CREATE ON DATABASE "{database}" FROM PUBLIC')
-        connection.execute(f"GRANT USAGE ON SCHEMA agentrecall TO {role}")
-        connection.execute(
-            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA agentrecall TO {role}"
-        )
-        connection.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA agentrecall TO {role}")
-    try:
-        url = psycopg.conninfo.make_conninfo(postgres_dsn, user=role, password="app")
+    with application_role(postgres_dsn, f"agentrecall_vectors_{os.getpid()}") as url:
         async with PostgresStore(url, embedder=HashEmbedder(64)) as app:
             tea = await app.add("The user drinks green tea")
             await app.add_many([(f"bulk memory {n}", None) for n in range(20)])
             hits = await app.search("green tea", {"mode": "semantic"})
             assert hits and hits[0].id == tea.id
-    finally:
-        with psycopg.connect(postgres_dsn, autocommit=True) as connection:
-            connection.execute(f"DROP OWNED BY {role}")
-            connection.execute(f"DROP ROLE {role}")
 
 
 @pytest.mark.asyncio
