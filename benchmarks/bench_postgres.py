@@ -54,6 +54,7 @@ from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import psutil  # noqa: E402
 import psycopg  # noqa: E402
 from corpus import corpus, query_sample  # noqa: E402
 from postgres_recall import DSN_VARIABLE, database  # noqa: E402
@@ -281,28 +282,23 @@ async def import_section(sizes: Sequence[int]) -> None:
 def server_cpu(dsn: str) -> float | None:
     """Return the CPU seconds the server of ``dsn`` has used, ``None`` if it is not readable.
 
-    The postmaster's own time, that of its children that ended (``cutime``, ``cstime``) and
-    that of those still running, from ``/proc``: the server must run on this machine.
+    The postmaster's own time, that of its children that ended and that of those still
+    running (``psutil``): the server must run on this machine.
     """
     with psycopg.connect(dsn) as connection:
         row = connection.execute("SHOW data_directory").fetchone()
     try:
-        postmaster = int(
-            (Path(str(row[0] if row else "")) / "postmaster.pid").read_text().split()[0]
-        )
-        total = 0.0
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            with contextlib.suppress(OSError):
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-                if int(entry.name) == postmaster:
-                    total += sum(int(value) for value in fields[11:15])
-                elif int(fields[1]) == postmaster:
-                    total += int(fields[11]) + int(fields[12])
-    except (OSError, ValueError, IndexError):
+        pid_file = Path(str(row[0] if row else "")) / "postmaster.pid"
+        postmaster = psutil.Process(int(pid_file.read_text().split()[0]))
+        times = postmaster.cpu_times()
+        total = times.user + times.system + times.children_user + times.children_system
+        for child in postmaster.children():
+            with contextlib.suppress(psutil.Error):
+                running = child.cpu_times()
+                total += running.user + running.system
+    except (OSError, ValueError, IndexError, psutil.Error):
         return None
-    return total / os.sysconf("SC_CLK_TCK")
+    return float(total)
 
 
 def cpu_text(client: float, server: float | None, adds: int) -> str:
