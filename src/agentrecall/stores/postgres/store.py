@@ -531,7 +531,10 @@ class PostgresStore(front.StoreFront):
 
         async def read(connection: Connection, tables: Tables) -> list[Hit]:
             where, params = tables.where(conditions, now)
-            return await vectors.nearest(connection, tables, model, vector, where, params, wanted)
+            narrowed = conditions.filtered or conditions.scope != Scope()
+            return await vectors.nearest(
+                connection, tables, model, vector, where, params, wanted, narrowed
+            )
 
         try:
             return await self._read(read, [])

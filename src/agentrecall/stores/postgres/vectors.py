@@ -36,10 +36,8 @@ from psycopg import errors
 from agentrecall.embeddings.base import Embedder
 from agentrecall.embeddings.vectors import check_dimension, embed_checked, l2_normalize
 from agentrecall.errors import InvalidArgumentError, StorageError
-from agentrecall.stores.front import Conditions
 from agentrecall.stores.hybrid import Hit, semantic_hit
 from agentrecall.stores.postgres.tables import Connection, Params, Tables
-from agentrecall.stores.scopes import Scope
 
 EMBED_BATCH = 1_024
 """Texts per ``embed`` call."""
@@ -442,19 +440,20 @@ async def nearest(
     where: str,
     params: Params,
     wanted: int,
+    narrowed: bool,
 ) -> list[Hit]:
     """Return the ``wanted`` memories meeting ``where`` closest to ``query``, best first.
 
     Only memories whose cosine similarity to the query is positive are returned. A search
-    narrowed by a scope, a filter or time bounds to at most :data:`EXACT_UNDER` memories
+    ``narrowed`` by a scope, a filter or time bounds to at most :data:`EXACT_UNDER` memories
     compares the query with each of them, and returns the exact nearest, newer first on equal
-    distances (as ``SQLiteStore`` does); any other search walks the HNSW index.
+    distances (as ``SQLiteStore`` does); any other search walks the HNSW index. The search of
+    a whole store is not counted: the store is what the index holds.
 
     Raises:
         SemanticUnavailableError: the database lacks the pgvector extension.
         InvalidArgumentError: the store's vectors were made by another model.
     """
-    narrowed = _narrowed(tables, where)
     # One round trip before the search: the extension, the store's model, how many memories
     # meet a narrowed search's conditions (at most EXACT_UNDER + 1: planned with the session's
     # settings, so a selective filter's count reads the metadata index's bitmap), and the
@@ -483,16 +482,6 @@ async def nearest(
     found: list[Any] = await cursor.fetchall()
     ranked = sorted((row for row in found if row[3] > 0), key=lambda row: -row[3])
     return [semantic_hit(row[:3], float(row[3])) for row in ranked]
-
-
-def _narrowed(tables: Tables, where: str) -> bool:
-    """Return whether ``where`` asks more than the store's unexpired memories.
-
-    The search of a whole store skips the count: it would only cost, the store being what the
-    HNSW index holds.
-    """
-    plain, _ = tables.where(Conditions(Scope()), "")
-    return where != plain
 
 
 def _bounded_count(tables: Tables, where: str, narrowed: bool) -> str:
