@@ -46,18 +46,25 @@ async def _until_blocked(gate: psycopg.AsyncConnection[object], sessions: int) -
 
 
 @contextlib.asynccontextmanager
-async def _gated(dsn: str) -> AsyncIterator[psycopg.AsyncConnection[object]]:
-    """Make every insert into the memories wait, at its end, for an advisory lock held here.
+async def _gated(
+    dsn: str, event: str = "AFTER INSERT", *, trigger: str = "zz_gate", session: str | None = None
+) -> AsyncIterator[psycopg.AsyncConnection[object]]:
+    """Make every statement of ``event`` on the memories wait for an advisory lock held here.
 
-    The lock is held until the block releases it (``pg_advisory_unlock``).
+    ``trigger`` names the statement trigger (triggers of one event fire in name order);
+    with ``session``, only the sessions of that ``application_name`` wait. The lock is held
+    until the block releases it (``pg_advisory_unlock``).
     """
+    wait = f"PERFORM pg_advisory_xact_lock_shared({GATE});"
+    if session is not None:
+        wait = f"IF current_setting('application_name') = '{session}' THEN {wait} END IF;"
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as gate:
         await gate.execute(
             "CREATE FUNCTION public.wait_for_gate() RETURNS trigger LANGUAGE plpgsql AS "
-            f"$$ BEGIN PERFORM pg_advisory_xact_lock_shared({GATE}); RETURN NULL; END $$"
+            f"$$ BEGIN {wait} RETURN NULL; END $$"
         )
         await gate.execute(
-            "CREATE TRIGGER zz_gate AFTER INSERT ON agentrecall.memories "
+            f"CREATE TRIGGER {trigger} {event} ON agentrecall.memories "
             "FOR EACH STATEMENT EXECUTE FUNCTION public.wait_for_gate()"
         )
         await gate.execute("SELECT pg_advisory_lock(%s)", [GATE])
@@ -185,17 +192,8 @@ async def test_an_add_whose_held_copy_expired_before_it_began_stores_a_new_memor
     other = PostgresStore(postgres_dsn)
     for store in (adder, other):
         await store.add(f"A memory that makes {id(store)} know its scope")
-    async with await psycopg.AsyncConnection.connect(postgres_dsn, autocommit=True) as gate:
-        await gate.execute(
-            "CREATE FUNCTION public.wait_for_gate() RETURNS trigger LANGUAGE plpgsql AS $$ "
-            "BEGIN IF current_setting('application_name') = 'gated' THEN "
-            f"PERFORM pg_advisory_xact_lock_shared({GATE}); END IF; RETURN NULL; END $$"
-        )
-        await gate.execute(
-            "CREATE TRIGGER aa_gate BEFORE INSERT ON agentrecall.memories "
-            "FOR EACH STATEMENT EXECUTE FUNCTION public.wait_for_gate()"
-        )
-        await gate.execute("SELECT pg_advisory_lock(%s)", [GATE])
+    gated = _gated(postgres_dsn, "BEFORE INSERT", trigger="aa_gate", session="gated")
+    async with gated as gate:
         adding = asyncio.ensure_future(adder.add(CONTENT))
         await _until_an_insert_waits(gate)
         expired = await other.add(CONTENT, expires_at="2020-01-01T00:00:00Z")
@@ -227,17 +225,8 @@ async def test_an_add_extends_its_held_copy_before_the_copy_can_expire(
     for store in (adder, other):
         await store.add(f"A memory that makes {id(store)} know its scope")
     held = await other.add(CONTENT, ttl=1)
-    async with await psycopg.AsyncConnection.connect(postgres_dsn, autocommit=True) as gate:
-        await gate.execute(
-            "CREATE FUNCTION public.wait_for_gate() RETURNS trigger LANGUAGE plpgsql AS $$ "
-            "BEGIN IF current_setting('application_name') = 'gated' THEN "
-            f"PERFORM pg_advisory_xact_lock_shared({GATE}); END IF; RETURN NULL; END $$"
-        )
-        await gate.execute(
-            "CREATE TRIGGER aa_gate BEFORE UPDATE ON agentrecall.memories "
-            "FOR EACH STATEMENT EXECUTE FUNCTION public.wait_for_gate()"
-        )
-        await gate.execute("SELECT pg_advisory_lock(%s)", [GATE])
+    gated = _gated(postgres_dsn, "BEFORE UPDATE", trigger="aa_gate", session="gated")
+    async with gated as gate:
         adding = asyncio.ensure_future(adder.add(CONTENT))
         await _until_an_insert_waits(gate)
         while await other.get(held.id) is not None:
