@@ -93,6 +93,29 @@ async def test_eight_concurrent_writers_keep_the_counts_exact_without_deadlock(
         await store.aclose()
 
 
+async def _older_release_store(connection: psycopg.AsyncConnection[object], version: int) -> None:
+    """Build the schema as the migrations up to ``version`` left it, with 40 memories written
+    under that release's trigger, and commit."""
+    await connection.execute(
+        "CREATE SCHEMA agentrecall; CREATE TABLE agentrecall.migrations (version integer "
+        "PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+    )
+    for number, migration in enumerate(MIGRATIONS[:version], start=1):
+        await connection.execute(migration.replace("{schema}", '"agentrecall"').encode())
+        await connection.execute(
+            "INSERT INTO agentrecall.migrations (version) VALUES (%s)", [number]
+        )
+    await connection.execute(
+        "INSERT INTO agentrecall.stores (name) VALUES ('memory'); "
+        "INSERT INTO agentrecall.scopes (store) VALUES (1); "
+        "INSERT INTO agentrecall.memories (store, id, scope, content, content_hash, "
+        "created_at, terms, length) SELECT 1, 'old ' || n, 1, 'old topic ' || n, "
+        "sha256(n::text::bytea), '2025-01-01T00:00:00.000Z', "
+        "('''old'' ''topic'' ''' || n || '''')::tsvector, 3 FROM generate_series(1, 40) n"
+    )
+    await connection.commit()
+
+
 @pytest.mark.asyncio
 async def test_upgrading_a_store_counts_the_terms_of_its_memories(postgres_dsn: str) -> None:
     """A database made before term counts gets them counted by the upgrade, then kept."""
@@ -196,26 +219,7 @@ async def test_upgrading_from_trigger_counted_terms_keeps_the_counts_exact(
 ) -> None:
     """A database of version 3, whose trigger counted every insert's terms, upgrades in place."""
     async with await psycopg.AsyncConnection.connect(postgres_dsn) as connection:
-        for number, migration in enumerate(MIGRATIONS[:3], start=1):
-            await connection.execute(
-                "CREATE SCHEMA IF NOT EXISTS agentrecall; CREATE TABLE IF NOT EXISTS "
-                "agentrecall.migrations (version integer PRIMARY KEY, "
-                "applied_at timestamptz NOT NULL DEFAULT now())"
-            )
-            await connection.execute(migration.replace("{schema}", '"agentrecall"').encode())
-            await connection.execute(
-                "INSERT INTO agentrecall.migrations (version) VALUES (%s)", [number]
-            )
-        # Rows written by an older release, under its trigger.
-        await connection.execute(
-            "INSERT INTO agentrecall.stores (name) VALUES ('memory'); "
-            "INSERT INTO agentrecall.scopes (store) VALUES (1); "
-            "INSERT INTO agentrecall.memories (store, id, scope, content, content_hash, "
-            "created_at, terms, length) SELECT 1, 'old ' || n, 1, 'old topic ' || n, "
-            "sha256(n::text::bytea), '2025-01-01T00:00:00.000Z', "
-            "('''old'' ''topic'' ''' || n || '''')::tsvector, 3 FROM generate_series(1, 40) n"
-        )
-        await connection.commit()
+        await _older_release_store(connection, 3)
         assert_counts_exact(postgres_dsn)
         assert await apply_migrations(connection, "agentrecall", "test") == len(MIGRATIONS) - 3
     store = PostgresStore(postgres_dsn)
@@ -236,24 +240,7 @@ async def test_single_adds_on_a_store_upgraded_from_version_4_keep_the_counts_ex
     single adds of new contents, of a held one, and after an expiry keep every count exact.
     """
     async with await psycopg.AsyncConnection.connect(postgres_dsn) as connection:
-        await connection.execute(
-            "CREATE SCHEMA agentrecall; CREATE TABLE agentrecall.migrations (version integer "
-            "PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
-        )
-        for number, migration in enumerate(MIGRATIONS[:4], start=1):
-            await connection.execute(migration.replace("{schema}", '"agentrecall"').encode())
-            await connection.execute(
-                "INSERT INTO agentrecall.migrations (version) VALUES (%s)", [number]
-            )
-        await connection.execute(
-            "INSERT INTO agentrecall.stores (name) VALUES ('memory'); "
-            "INSERT INTO agentrecall.scopes (store) VALUES (1); "
-            "INSERT INTO agentrecall.memories (store, id, scope, content, content_hash, "
-            "created_at, terms, length) SELECT 1, 'old ' || n, 1, 'old topic ' || n, "
-            "sha256(n::text::bytea), '2025-01-01T00:00:00.000Z', "
-            "('''old'' ''topic'' ''' || n || '''')::tsvector, 3 FROM generate_series(1, 40) n"
-        )
-        await connection.commit()
+        await _older_release_store(connection, 4)
         assert await apply_migrations(connection, "agentrecall", "test") == len(MIGRATIONS) - 4
     store = PostgresStore(postgres_dsn)
     ana = store.scope(user_id="ana")
