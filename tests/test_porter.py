@@ -105,3 +105,16 @@ def test_every_word_stems_as_fts5_stems_it(words: list[str]) -> None:
     if words:
         mine = [stem(word).encode("utf-8", "surrogateescape") for word in words]
         assert mine == fts5_stems(words)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.tuples(
+        st.text(st.sampled_from([letter for letter in LETTERS if letter.isascii()]), max_size=8),
+        st.lists(st.sampled_from(SUFFIXES), max_size=3).map("".join),
+    ).map("".join)
+)
+def test_a_stem_changes_at_most_the_last_two_characters_and_never_the_first(word: str) -> None:
+    # What keywords.term_counter relies on to leave most words of ASCII text unstemmed.
+    found = stem(word)
+    assert word.startswith(found[: max(1, len(found) - 2)])

@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
-from agentrecall.retrieval.keywords import keyword_terms, words
+from agentrecall.retrieval.keywords import term_counter, words
 from agentrecall.retrieval.tokenize import STOP_WORDS
 
 T = TypeVar("T")
@@ -51,12 +51,8 @@ def bm25(
     query: Mapping[str, float], text: str, average_length: float, *, k1: float = K1, b: float = B
 ) -> float:
     """Return the Okapi BM25 score of ``text`` for terms weighted by their idf."""
-    tokens = keyword_terms(text)
-    counts: dict[str, int] = {}
-    for token in tokens:
-        if token in query:
-            counts[token] = counts.get(token, 0) + 1
-    return bm25_of_counts(query, counts, len(tokens), average_length, k1=k1, b=b)
+    counts, length = term_counter(query)(text)
+    return bm25_of_counts(query, counts, length, average_length, k1=k1, b=b)
 
 
 def bm25_of_counts(
@@ -86,7 +82,11 @@ def rerank(
     Candidates that score 0 (no query term) are dropped; ties go to the higher ``newness``
     (the newer memory).
     """
-    scored = [(bm25(weights, text(item), average_length), item) for item in candidates]
+    count = term_counter(weights)
+    scored = []
+    for item in candidates:
+        counts, length = count(text(item))
+        scored.append((bm25_of_counts(weights, counts, length, average_length), item))
     kept = sorted(
         (item for item in scored if item[0] > 0), key=lambda pair: (-pair[0], -newness(pair[1]))
     )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable, Collection
 
 from agentrecall.retrieval.cjk import CJK_CHARACTERS, CJK_RUN, cjk_terms
 from agentrecall.retrieval.porter import stem
@@ -54,6 +55,40 @@ def keyword_terms(text: str) -> list[str]:
         known = _STEMS.get
         return [known(word) or _stemmed(word) for word in _ASCII_WORD.findall(text.lower())]
     return [term for _, term in words(text)]
+
+
+def term_counter(terms: Collection[str]) -> Callable[[str], tuple[dict[str, int], int]]:
+    """Return a function giving, for a text, how often it holds each of ``terms``, and its length.
+
+    The counts and the length are those of :func:`keyword_terms` (a term absent from the text
+    has no count), for ranking many texts against one query. In ASCII text a word is stemmed
+    only if it can stem to one of ``terms``: a Porter stem keeps the start of its word and
+    changes at most its last two characters (``bility`` -> ``ble``; no step adds more), and
+    never its first, so a word that does not begin with a term's characters up to its last two
+    (at least its first) cannot have that stem. The stems of a search's candidates were most
+    of the cost of ranking them, all of it in a process that had not met their words before.
+    """
+    wanted = frozenset(terms)
+    starts = tuple({term[: max(1, len(term) - 2)] for term in wanted})
+
+    def count(text: str) -> tuple[dict[str, int], int]:
+        counts: dict[str, int] = {}
+        if not text.isascii():
+            found = keyword_terms(text)
+            for term in found:
+                if term in wanted:
+                    counts[term] = counts.get(term, 0) + 1
+            return counts, len(found)
+        known = _STEMS.get
+        found = _ASCII_WORD.findall(text.lower())
+        for word in found:
+            if word.startswith(starts):
+                term = known(word) or _stemmed(word)
+                if term in wanted:
+                    counts[term] = counts.get(term, 0) + 1
+        return counts, len(found)
+
+    return count
 
 
 def distinct_terms(text: str) -> tuple[list[str], int]:
