@@ -65,8 +65,8 @@ def term_counter(terms: Collection[str]) -> Callable[[str], tuple[dict[str, int]
     only if it can stem to one of ``terms``: a Porter stem keeps the start of its word and
     changes at most its last two characters (``bility`` -> ``ble``; no step adds more), and
     never its first, so a word that does not begin with a term's characters up to its last two
-    (at least its first) cannot have that stem. The stems of a search's candidates were most
-    of the cost of ranking them, all of it in a process that had not met their words before.
+    (at least its first) cannot have that stem. Stemming every word of a search's candidates
+    would be most of the cost of ranking them, and all of it in a process new to their words.
     """
     wanted = frozenset(terms)
     starts = tuple({term[: max(1, len(term) - 2)] for term in wanted})
