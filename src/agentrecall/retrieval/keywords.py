@@ -72,20 +72,16 @@ def term_counter(terms: Collection[str]) -> Callable[[str], tuple[dict[str, int]
     starts = tuple({term[: max(1, len(term) - 2)] for term in wanted})
 
     def count(text: str) -> tuple[dict[str, int], int]:
+        if text.isascii():
+            found = _ASCII_WORD.findall(text.lower())
+            known = _STEMS.get
+            stems = [known(word) or _stemmed(word) for word in found if word.startswith(starts)]
+        else:
+            found = stems = keyword_terms(text)
         counts: dict[str, int] = {}
-        if not text.isascii():
-            found = keyword_terms(text)
-            for term in found:
-                if term in wanted:
-                    counts[term] = counts.get(term, 0) + 1
-            return counts, len(found)
-        known = _STEMS.get
-        found = _ASCII_WORD.findall(text.lower())
-        for word in found:
-            if word.startswith(starts):
-                term = known(word) or _stemmed(word)
-                if term in wanted:
-                    counts[term] = counts.get(term, 0) + 1
+        for term in stems:
+            if term in wanted:
+                counts[term] = counts.get(term, 0) + 1
         return counts, len(found)
 
     return count
