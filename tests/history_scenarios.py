@@ -6,12 +6,14 @@ Shared by the tests that copy a store and compare the copy with the original.
 from __future__ import annotations
 
 import itertools
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from hypothesis import strategies as st
 
 from agentrecall import InvalidArgumentError, MemoryRecord, MemoryVersion, SQLiteStore
-from agentrecall.testing._contract_base import LIFETIME, run_out, set_up, soon
+from agentrecall.testing import ManualClock
+from agentrecall.testing._contract_base import LIFETIME, set_up, soon
 
 SCOPES: list[dict[str, str]] = [
     {},
@@ -22,6 +24,16 @@ SCOPES: list[dict[str, str]] = [
     {"user_id": "bob", "agent_id": "a1", "session_id": "s2"},
 ]
 PAST = "2001-01-01T00:00:00.000Z"
+
+
+def an_hour_ago() -> ManualClock:
+    """A clock that stands an hour back: what expires by it within the hour has expired now.
+
+    Memories written while it is in place with a lifetime under an hour have expired by the
+    system's clock once it is left, for this process and any other (the CLI in a subprocess),
+    however long the test takes.
+    """
+    return ManualClock(datetime.now(timezone.utc) - timedelta(hours=1))
 
 
 async def snapshot(store: SQLiteStore) -> dict[str, Any]:
@@ -85,23 +97,22 @@ async def unpurged_expiries(store: Any) -> list[str]:
     Beside them: a memory that sets the store up, an updated one, a deleted one, and one given
     an expiry already past, which a later add purged. One expiring memory was updated three
     times first, in a scope, so a page of versions can end inside its history. Returns once
-    every expiry has passed.
+    every expiry has passed, by the system's clock: they are written an hour back.
     """
     await set_up(store)
-    expiry = soon()
-    often = await store.scope(user_id="ana").add("changed often", {"n": 0}, expires_at=expiry)
-    for n in range(1, 4):
-        await store.update(often.id, metadata={"n": n}, reason=f"change {n}")
-    short = await store.add_many(
-        [("short lived one", None), ("short lived two", {"b": 1})], ttl=LIFETIME
-    )
-    first = await store.add("first words")
-    await store.update(first.id, content="second words")
-    past = await store.add("never seen", expires_at=PAST)
-    last = await store.add("last words")  # purges ``past``
-    await store.delete(last.id, reason="gone")
-    expiries = [expiry] + [(await store.get(result.id)).expires_at for result in short]
-    await run_out(max(expiries))
+    with an_hour_ago():
+        expiry = soon()
+        often = await store.scope(user_id="ana").add("changed often", {"n": 0}, expires_at=expiry)
+        for n in range(1, 4):
+            await store.update(often.id, metadata={"n": n}, reason=f"change {n}")
+        short = await store.add_many(
+            [("short lived one", None), ("short lived two", {"b": 1})], ttl=LIFETIME
+        )
+        first = await store.add("first words")
+        await store.update(first.id, content="second words")
+        past = await store.add("never seen", expires_at=PAST)
+        last = await store.add("last words")  # purges ``past``
+        await store.delete(last.id, reason="gone")
     return [often.id, *(result.id for result in short), first.id, past.id, last.id]
 
 

@@ -11,6 +11,7 @@ import pytest
 from test_postgres_search import assert_counts_exact
 
 from agentrecall import MemoryRecord, PostgresStore
+from agentrecall.testing import ManualClock
 
 GATE = 16
 """The advisory lock (one bigint key) the test holds to stop an add after its insert."""
@@ -224,16 +225,17 @@ async def test_an_add_extends_its_held_copy_before_the_copy_can_expire(
     other = PostgresStore(postgres_dsn)
     for store in (adder, other):
         await store.add(f"A memory that makes {id(store)} know its scope")
-    held = await other.add(CONTENT, ttl=1)
     gated = _gated(postgres_dsn, "BEFORE UPDATE", trigger="aa_gate", session="gated")
-    async with gated as gate:
-        adding = asyncio.ensure_future(adder.add(CONTENT))
-        await _until_an_insert_waits(gate)
-        while await other.get(held.id) is not None:
-            await asyncio.sleep(0.05)
-        await other.add("A write that purges the expired copy")
-        await gate.execute("SELECT pg_advisory_unlock(%s)", [GATE])
-        added = await adding
+    with ManualClock() as clock:
+        held = await other.add(CONTENT, ttl=60)
+        async with gated as gate:
+            adding = asyncio.ensure_future(adder.add(CONTENT))
+            await _until_an_insert_waits(gate)
+            clock.advance(61)
+            assert await other.get(held.id) is None
+            await other.add("A write that purges the expired copy")
+            await gate.execute("SELECT pg_advisory_unlock(%s)", [GATE])
+            added = await adding
     stored = [record for record in await other.list() if record.content == CONTENT]
     assert [(record.id, record.expires_at) for record in stored] == [(added.id, None)]
     assert_counts_exact(postgres_dsn)

@@ -17,6 +17,7 @@ from history_scenarios import ListSink, check_unpurged_expiries, unpurged_expiri
 from test_postgres_migrate import _url
 
 from agentrecall import MemoryRecord, MemoryVersion, PostgresStore, SQLiteStore, SyncStore
+from agentrecall.testing import ManualClock
 from agentrecall.testing._contract_base import run_out, set_up, soon
 
 
@@ -70,9 +71,12 @@ async def test_existing_ids_sees_every_scope_and_skips_the_expired(postgres_dsn:
     store = PostgresStore(postgres_dsn)
     assert await store.existing_ids(["nope"]) == set()  # no tables yet
     ana = await store.scope(user_id="ana").add("Ana's")
-    lapsed = await store.add("Lapsed", ttl=0.001)
-    view = store.scope(user_id="bo")
-    assert await view.existing_ids([ana.id, lapsed.id, "nope", ana.id]) == {ana.id}
+    with ManualClock() as clock:
+        lapsed = await store.add("Lapsed", ttl=0.001)
+        view = store.scope(user_id="bo")
+        assert await view.existing_ids([ana.id, lapsed.id, "nope", ana.id]) == {ana.id, lapsed.id}
+        clock.advance(0.002)
+        assert await view.existing_ids([ana.id, lapsed.id, "nope", ana.id]) == {ana.id}
     with pytest.raises(ValueError, match="memory_ids"):
         await store.existing_ids("one-string")
     await store.aclose()
@@ -157,21 +161,22 @@ async def test_a_snapshot_merges_expiries_before_after_and_without_any_other_ver
 ) -> None:
     store = PostgresStore(postgres_dsn)
     await set_up(store)
-    expiry = soon()
-    alone = await store.add("Expires with no other version", expires_at=expiry)
-    await run_out(expiry)
-    for batch in (1, 5):
-        sink = ListSink()
-        await store.snapshot(sink, batch=batch)
-        assert sink.replaced == await store.history(alone.id) and len(sink.replaced) == 1
-    changed = await store.add("Changed once")
-    await store.update(changed.id, content="Changed twice")
-    expiry = soon()
-    last = await store.add("Expires after every other version", expires_at=expiry)
-    await run_out(expiry)
-    expected = [v for m in (alone, changed, last) for v in await store.history(m.id)]
-    for batch in (1, 2, 5):
-        sink = ListSink()
-        await store.snapshot(sink, batch=batch)
-        assert sink.replaced == expected and sink.counted == (2, 3)
+    with ManualClock() as clock:
+        expiry = soon()
+        alone = await store.add("Expires with no other version", expires_at=expiry)
+        run_out(clock, expiry)
+        for batch in (1, 5):
+            sink = ListSink()
+            await store.snapshot(sink, batch=batch)
+            assert sink.replaced == await store.history(alone.id) and len(sink.replaced) == 1
+        changed = await store.add("Changed once")
+        await store.update(changed.id, content="Changed twice")
+        expiry = soon()
+        last = await store.add("Expires after every other version", expires_at=expiry)
+        run_out(clock, expiry)
+        expected = [v for m in (alone, changed, last) for v in await store.history(m.id)]
+        for batch in (1, 2, 5):
+            sink = ListSink()
+            await store.snapshot(sink, batch=batch)
+            assert sink.replaced == expected and sink.counted == (2, 3)
     await store.aclose()

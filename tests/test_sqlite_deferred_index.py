@@ -23,6 +23,9 @@ from agentrecall._internal import sqlite as sqlite_module
 from agentrecall._internal.debounce import Debouncer
 from agentrecall.stores.sqlite.tables import DEFERRED_ROWS, index_unindexed
 
+WAIT_LIMIT = 60
+"""Seconds a test waits for what must happen, only so that a broken build fails, not hangs."""
+
 
 def _waiting(path: Path | str) -> int:
     with closing(sqlite3.connect(path)) as db:
@@ -106,7 +109,7 @@ async def test_the_index_catches_up_by_itself(tmp_path: Path) -> None:
     try:
         for i in range(5):
             await store.add(f"fact {i} about kites")
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + WAIT_LIMIT
         while _waiting(store.path):
             assert time.monotonic() < deadline, "the waiting memories were never indexed"
             await asyncio.sleep(0.01)
@@ -170,13 +173,13 @@ async def test_memories_left_waiting_by_a_killed_writer_are_found_then_indexed(
     assert child.stdout is not None
     acknowledged = [json.loads(child.stdout.readline()) for _ in range(20)]
     os.kill(child.pid, signal.SIGKILL)
-    child.communicate(timeout=30)
+    child.communicate(timeout=WAIT_LIMIT)
     assert _waiting(path) == 20
     store = SQLiteStore(path)
     try:
         hits = await store.search("comets", {"max_search_results": 50})
         assert sorted(hit.id for hit in hits) == sorted(acknowledged)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + WAIT_LIMIT
         while _waiting(path):  # the search asked for them to be indexed
             assert time.monotonic() < deadline, "the left-over memories were never indexed"
             await asyncio.sleep(0.01)
@@ -189,37 +192,52 @@ async def test_memories_left_waiting_by_a_killed_writer_are_found_then_indexed(
         db.commit()
 
 
+class HandClock:
+    """Seconds that move only when the test moves them, for a Debouncer's delays."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def test_debouncer_runs_once_for_a_burst_of_nudges() -> None:
     runs: list[float] = []
     done = threading.Event()
+    clock = HandClock()
 
     def action() -> None:
-        runs.append(time.monotonic())
+        runs.append(clock())
         done.set()
 
-    debouncer = Debouncer(action, settle=0.05, longest=10.0, name="test debouncer")
+    debouncer = Debouncer(action, settle=0.05, longest=10.0, name="test debouncer", clock=clock)
     try:
-        began = time.monotonic()
         for _ in range(5):
             debouncer.nudge()
-            time.sleep(0.01)
-        assert done.wait(10)
-        time.sleep(0.2)
-        assert len(runs) == 1 and runs[0] - began >= 0.05
+            clock.now += 0.01
+        # The last nudge came at 0.04: nothing runs before 0.09, however long the wait.
+        clock.now = 0.089
+        assert not done.wait(0.2)
+        clock.now = 0.09
+        assert done.wait(WAIT_LIMIT)
         assert debouncer.stop() is False  # nothing left unserved
+        assert runs == [0.09]
     finally:
         debouncer.stop()
 
 
 def test_debouncer_runs_by_the_longest_delay_under_endless_nudges() -> None:
     done = threading.Event()
-    debouncer = Debouncer(done.set, settle=0.05, longest=0.2, name="test debouncer")
+    clock = HandClock()
+    debouncer = Debouncer(done.set, settle=0.05, longest=0.2, name="test debouncer", clock=clock)
     try:
-        deadline = time.monotonic() + 10
-        while not done.is_set():
-            assert time.monotonic() < deadline, "endless nudges postponed the run for ever"
+        # Each nudge puts the settled run 0.05 after it; only the longest delay, 0.2 after the
+        # first nudge, has passed when the nudges stop at 0.3.
+        for _ in range(30):
             debouncer.nudge()
-            time.sleep(0.01)
+            clock.now += 0.01
+        assert done.wait(WAIT_LIMIT), "endless nudges postponed the run for ever"
     finally:
         debouncer.stop()
 
@@ -238,7 +256,7 @@ def test_debouncer_stop_reports_unserved_work_and_survives_failures() -> None:
     try:
         for _ in range(2):
             quick.nudge()
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + WAIT_LIMIT
             count = len(calls)
             while len(calls) == count:
                 assert time.monotonic() < deadline
@@ -263,7 +281,7 @@ async def test_searches_do_not_wait_behind_indexing_while_another_writer_holds_t
             await asyncio.sleep(0.15)
         assert _waiting(store.path) == 1
         other.execute("ROLLBACK")
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + WAIT_LIMIT
         while _waiting(store.path):  # indexed once the file is free
             assert time.monotonic() < deadline, "the waiting memory was never indexed"
             await asyncio.sleep(0.01)

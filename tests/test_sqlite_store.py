@@ -16,7 +16,7 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
-from history_scenarios import check_unpurged_expiries
+from history_scenarios import an_hour_ago, check_unpurged_expiries
 from hypothesis import given
 from hypothesis import strategies as st
 from sqlite_checks import check_full_text_index, old_database
@@ -31,7 +31,6 @@ from agentrecall.stores.sqlite import SQLiteStore, query
 from agentrecall.stores.sqlite.query import averages, candidate_query, match_expression
 from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
 from agentrecall.stores.sqlite.tables import CHUNK, FIRST_CHUNK, chunk_bounds, insert_statement
-from agentrecall.testing._contract_base import run_out
 from agentrecall.types import MemoryRecord
 
 
@@ -262,10 +261,10 @@ def test_the_cli_shows_an_expiry_in_the_history_dated_at_it_before_and_after_the
 
     async def fill() -> tuple[str, str]:
         async with SQLiteStore(path) as store:
-            memory = await store.add("Boarding at gate four", ttl=0.5)
-            record = await store.get(memory.id)
+            with an_hour_ago():
+                memory = await store.add("Boarding at gate four", ttl=60)
+                record = await store.get(memory.id)
             assert record is not None and record.expires_at is not None
-            await run_out(record.expires_at)
             return memory.id, record.expires_at
 
     memory_id, expiry = asyncio.run(fill())

@@ -23,12 +23,22 @@ class Debouncer:
     * the thread starts with the first nudge (again after :meth:`stop`, or in a forked child,
       which starts with nothing pending: what the parent asked for is the parent's to do);
       :meth:`stop` ends it without running pending work, and waits for a run in progress.
+
+    ``clock`` gives the seconds the delays are measured in (``time.monotonic`` unless a test
+    gives one it moves by hand); the thread checks it again at least every ``settle`` seconds.
     """
 
     def __init__(
-        self, action: Callable[[], object], *, settle: float, longest: float, name: str
+        self,
+        action: Callable[[], object],
+        *,
+        settle: float,
+        longest: float,
+        name: str,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._action = action
+        self._clock = clock
         self._settle = settle
         self._longest = longest
         self._name = name
@@ -56,7 +66,7 @@ class Debouncer:
                     target=self._loop, args=(self._wake, self._stop), name=self._name, daemon=True
                 )
                 self._thread.start()
-            self._last = time.monotonic()
+            self._last = self._clock()
             if not self._requested:
                 # Only the first nudge of a burst wakes the thread; the others just move the
                 # time it waits for, which it reads when it wakes (a wake-up per nudge would
@@ -89,10 +99,10 @@ class Debouncer:
             while True:
                 with self._guard:
                     due = min(self._last + self._settle, self._first + self._longest)
-                left = due - time.monotonic()
+                left = due - self._clock()
                 if left <= 0:
                     break
-                if stop.wait(left):
+                if stop.wait(min(left, self._settle)):
                     return
             with self._guard:
                 if stop.is_set():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from datetime import date, datetime, time, timedelta, timezone
 
+from agentrecall._internal import clock
 from agentrecall.errors import InvalidArgumentError
 
 STORED_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
@@ -41,7 +42,7 @@ def timestamp(value: datetime | str | None, argument: str) -> str | None:
 def expiry_after(lifetime: float, argument: str) -> str:
     """Return the stored time ``lifetime`` seconds from now, refusing one past the year 9999."""
     try:
-        return stored_time(datetime.now(timezone.utc) + timedelta(seconds=lifetime))
+        return stored_time(clock.now() + timedelta(seconds=lifetime))
     except OverflowError:
         raise InvalidArgumentError(
             f"{argument} of {lifetime:.0f} seconds would expire past the year 9999; "

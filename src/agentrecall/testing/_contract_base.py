@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
-from collections.abc import Iterable
-from datetime import datetime, timedelta, timezone
+from collections.abc import Iterable, Iterator
+from datetime import datetime, timedelta
 from typing import Any, ClassVar, Protocol
 
 import pytest
 
+from agentrecall._internal import clock as stores_clock
 from agentrecall.stores.base import Capability
 from agentrecall.stores.times import stored_time
+from agentrecall.testing.clock import ManualClock
 from agentrecall.types import MemoryEntry, MemoryRecord
 
 TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z\Z")
@@ -76,10 +77,10 @@ def moment(timestamp: str) -> datetime:
     return datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
 
 
-LIFETIME = 0.3
-"""Seconds the memories of the expiry tests live: long enough for the add (and a read) to come
-well before the expiry on a loaded machine, short enough to wait for. The store is set up
-first (:func:`set_up`), so its first write's migrations do not eat into it."""
+LIFETIME = 60.0
+"""Seconds the memories of the expiry tests live. They run out only when the test moves its
+:class:`~agentrecall.testing.ManualClock` past them (:func:`run_out`), never while a slow or
+loaded machine runs the test's reads."""
 
 
 async def set_up(store: Any) -> None:
@@ -88,19 +89,13 @@ async def set_up(store: Any) -> None:
 
 
 def soon(seconds: float = LIFETIME) -> str:
-    """Return the stored time ``seconds`` from now."""
-    return stored_time(datetime.now(timezone.utc) + timedelta(seconds=seconds))
+    """Return the stored time ``seconds`` after the time the stores' clock shows."""
+    return stored_time(stores_clock.now() + timedelta(seconds=seconds))
 
 
-async def run_out(expires_at: str) -> None:
-    """Return once the wall clock, the one stores date by, has passed ``expires_at``.
-
-    Stores read no clock but the system's, so a lifetime can only run out in real time; this
-    waits exactly as long as that takes (:data:`LIFETIME` at most, for a time from
-    :func:`soon`), rather than for a guessed while.
-    """
-    while (left := (moment(expires_at) - datetime.now(timezone.utc)).total_seconds()) >= 0:
-        await asyncio.sleep(left + 0.001)
+def run_out(manual: ManualClock, expires_at: str) -> None:
+    """Move ``manual`` just past ``expires_at``, so that what expires then has expired."""
+    manual.advance_past(expires_at)
 
 
 async def add_all(store: Any, contents: Iterable[str]) -> list[str]:
@@ -134,6 +129,17 @@ class ContractBase:
         raise NotImplementedError(
             f"{type(self).__name__} must define a make_store fixture returning a StoreFactory"
         )
+
+    @pytest.fixture
+    def clock(self) -> Iterator[ManualClock]:
+        """A :class:`~agentrecall.testing.ManualClock` in place for the test, for expiry tests.
+
+        It starts at the system's time and moves only when the test moves it. A store that
+        reads a clock other than agentrecall's should override this fixture with one that
+        controls its own clock the same way.
+        """
+        with ManualClock() as manual:
+            yield manual
 
     @pytest.fixture
     def store(self, make_store: StoreFactory) -> Any:

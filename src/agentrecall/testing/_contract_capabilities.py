@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import re
 from collections.abc import Awaitable, Callable
@@ -30,6 +29,7 @@ from agentrecall.testing._contract_base import (
     soon,
     visible,
 )
+from agentrecall.testing.clock import ManualClock
 from agentrecall.types import MemoryRecord, MemoryVersion
 
 BOOKINGS: list[tuple[str, dict[str, Any] | None]] = [
@@ -291,11 +291,11 @@ class CapabilityContract(ContractBase):
                     await read(filter)
 
     @pytest.mark.asyncio
-    async def test_filter_by_creation_time(self, store: Any) -> None:
+    async def test_filter_by_creation_time(self, store: Any, clock: ManualClock) -> None:
         """``created_after`` is inclusive, ``created_before`` exclusive; both take aware times."""
         require(store, Capability.FILTER, Capability.LIST, Capability.COUNT)
         older = await store.add("Older bound note")
-        await asyncio.sleep(0.01)  # distinct millisecond timestamps
+        clock.advance(0.01)  # distinct millisecond timestamps
         newer = await store.add("Newer bound note")
         (older_at, newer_at) = [r.created_at for r in await store.list()]
         assert older_at < newer_at
@@ -342,11 +342,14 @@ class CapabilityContract(ContractBase):
             assert record.expires_at > record.created_at
 
     @pytest.mark.asyncio
-    async def test_expiry_ttl_runs_out(self, store: Any) -> None:
-        """A memory added with a ``ttl`` in seconds disappears once it has run out."""
+    async def test_expiry_ttl_runs_out(self, store: Any, clock: ManualClock) -> None:
+        """A memory added with a ``ttl`` in seconds is visible until it has run out, then gone."""
         require(store, Capability.EXPIRY)
         brief = await store.add("Brief walnut note", ttl=0.05)
-        await asyncio.sleep(0.2)
+        assert await visible(store, brief.id, "walnut")
+        clock.advance(0.049)
+        assert await visible(store, brief.id, "walnut")
+        clock.advance(0.002)
         assert not await visible(store, brief.id, "walnut")
 
     @pytest.mark.asyncio
@@ -435,7 +438,7 @@ class CapabilityContract(ContractBase):
 
     @pytest.mark.asyncio
     async def test_history_an_expiry_is_the_last_version_once_the_ttl_passes(
-        self, make_store: StoreFactory
+        self, make_store: StoreFactory, clock: ManualClock
     ) -> None:
         """Once a ``ttl`` runs out, before any write, ``history`` ends with an ``expire``.
 
@@ -450,7 +453,8 @@ class CapabilityContract(ContractBase):
         await store.update(memory.id, metadata={"gate": 5}, reason="gate changed")
         record = await store.get(memory.id)
         assert record is not None and record.expires_at is not None
-        await run_out(record.expires_at)
+        assert await visible(store, memory.id, "gate")
+        run_out(clock, record.expires_at)
         assert not await visible(store, memory.id, "gate")
         versions = await store.history(memory.id)
         assert [(v.content, v.metadata, v.change, v.reason) for v in versions] == [
@@ -467,7 +471,7 @@ class CapabilityContract(ContractBase):
 
     @pytest.mark.asyncio
     async def test_history_an_expiry_is_the_same_after_the_write_that_purges_it(
-        self, store: Any
+        self, store: Any, clock: ManualClock
     ) -> None:
         """Every kind of write purges what expired; the history reads the same before and after.
 
@@ -486,7 +490,7 @@ class CapabilityContract(ContractBase):
         for number, write in enumerate(writes):
             expiry = soon()
             gone = await store.add(f"Expiring plum note {number}", {"n": number}, expires_at=expiry)
-            await run_out(expiry)
+            run_out(clock, expiry)
             expected = [
                 MemoryVersion(f"Expiring plum note {number}", {"n": number}, expiry, "expire")
             ]
@@ -499,7 +503,7 @@ class CapabilityContract(ContractBase):
 
     @pytest.mark.asyncio
     async def test_history_an_expiry_a_dedup_add_moved_is_dated_at_the_final_one(
-        self, store: Any
+        self, store: Any, clock: ManualClock
     ) -> None:
         """An add that dedups moves the expiry later; the version is dated at the later one."""
         require(store, Capability.EXPIRY, Capability.HISTORY, Capability.GET)
@@ -518,7 +522,7 @@ class CapabilityContract(ContractBase):
             dedupped.append((batched.id, record.expires_at))
         for memory_id, expiry in dedupped:
             assert (await store.get(memory_id)).expires_at == expiry
-        await run_out(max(expiry for _, expiry in dedupped))
+        run_out(clock, max(expiry for _, expiry in dedupped))
         for memory_id, expiry in dedupped:
             versions = await store.history(memory_id)
             assert [(v.change, v.changed_at) for v in versions] == [("expire", expiry)]
@@ -549,7 +553,9 @@ class CapabilityContract(ContractBase):
         assert await store.history(memory.id) == versions
 
     @pytest.mark.asyncio
-    async def test_history_an_expiry_copied_in_again_is_not_doubled(self, store: Any) -> None:
+    async def test_history_an_expiry_copied_in_again_is_not_doubled(
+        self, store: Any, clock: ManualClock
+    ) -> None:
         """Importing the expiry a store already shows adds nothing, before or after its purge.
 
         So running a migration again, after a memory it copied alive has expired in both
@@ -559,7 +565,7 @@ class CapabilityContract(ContractBase):
         memory = await store.add("Copied twice kiwi note", {"k": 1}, expires_at=soon())
         record = await store.get(memory.id)
         assert record is not None and record.expires_at is not None
-        await run_out(record.expires_at)
+        run_out(clock, record.expires_at)
         shown = await store.history(memory.id)
         assert [(v.change, v.changed_at) for v in shown] == [("expire", record.expires_at)]
         assert await store.import_versions(shown) == 0

@@ -16,6 +16,7 @@ from agentrecall.testing._contract_base import (
     set_up,
     soon,
 )
+from agentrecall.testing.clock import ManualClock
 from agentrecall.types import MemoryRecord, MemoryVersion
 
 CREATED = "2024-05-01T10:00:00.000Z"
@@ -149,7 +150,7 @@ class ImportContract(ContractBase):
 
     @pytest.mark.asyncio
     async def test_history_copies_keep_an_expiry_no_write_has_purged(
-        self, make_store: StoreFactory
+        self, make_store: StoreFactory, clock: ManualClock
     ) -> None:
         """A copy of ``versions()`` taken before the purge holds the expiry, as after it.
 
@@ -161,7 +162,7 @@ class ImportContract(ContractBase):
         await set_up(source)
         expiry = soon()
         memory = await source.scope(user_id="ana").add("Lapsed visa", {"n": 1}, expires_at=expiry)
-        await run_out(expiry)
+        run_out(clock, expiry)
         found = [v async for page in source.versions(batch=1) for v in page]
         assert found == [
             MemoryVersion("Lapsed visa", {"n": 1}, expiry, "expire", None, memory.id, "ana")
