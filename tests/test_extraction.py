@@ -98,7 +98,7 @@ class AddStore:
             self._arrived += 1
             if self._arrived == self.rendezvous:
                 self._all_arrived.set()
-            await asyncio.wait_for(self._all_arrived.wait(), timeout=10)
+            await asyncio.wait_for(self._all_arrived.wait(), timeout=60)
         if content in self.fail_on:
             raise OSError(f"cannot write {content!r}")
 

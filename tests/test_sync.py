@@ -288,7 +288,7 @@ def test_a_forked_child_gets_a_loop_of_its_own(tmp_path: Path) -> None:
         # Another thread is inside the facade's loop when the process forks.
         holder = threading.Thread(target=memory._runner.run, args=(hold(),))
         holder.start()
-        busy.wait(5)
+        assert busy.wait(60)
         pid = os.fork()
         if pid == 0:  # the child
             try:
