@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck pytest clone-check bench clean
+.PHONY: demo test test-loaded smoke lint typecheck pytest clone-check bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,11 +23,19 @@ demo: $(VENV)/.installed
 
 test: lint typecheck pytest clone-check
 
-# Inside the clone it makes, AGENTRECALL_CLONE_CHECK is set and the check is not repeated.
+# A fresh clone of HEAD installs from nothing, runs the demo and a smoke subset of the tests.
 clone-check:
-ifndef AGENTRECALL_CLONE_CHECK
 	scripts/clone-check
-endif
+
+# The whole suite with two CPU-burning processes per core beside it: no test may depend on
+# how fast the machine runs.
+test-loaded: $(VENV)/.installed-dev
+	scripts/with-load $(BIN)/pytest -q
+
+# Collects every test, then runs the first test of each test module.
+smoke: $(VENV)/.installed-dev
+	$(BIN)/pytest -q --collect-only > /dev/null
+	$(BIN)/pytest -q --smoke
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests benchmarks examples

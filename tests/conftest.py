@@ -24,3 +24,24 @@ def agentrecall_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyte
 
 
 from postgres_fixtures import postgres_dsn, postgres_server, private_postgres  # noqa: E402, F401
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--smoke",
+        action="store_true",
+        help="run only the first test of each test module (what `make smoke` runs)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("--smoke"):
+        return
+    seen: set[str] = set()
+    kept, dropped = [], []
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        (dropped if module in seen else kept).append(item)
+        seen.add(module)
+    items[:] = kept
+    config.hook.pytest_deselected(items=dropped)
