@@ -5,6 +5,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Hypothesis times each example (a 200 ms deadline) and checks data generation for slowness:
+# both fail tests on a loaded machine, where a correct example can take any time.
+settings.register_profile(
+    "agentrecall", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("agentrecall")
 
 ROOT = Path(__file__).resolve().parents[1]
 STRANDS_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "strands"

@@ -183,7 +183,7 @@ def _walks(dsn: str) -> int:
     A session's statistics are flushed before it leaves ``pg_stat_activity``.
     """
     with psycopg.connect(dsn, autocommit=True) as connection:
-        for _ in range(200):
+        for _ in range(1_200):  # a minute at most
             others = connection.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
                 "AND pid <> pg_backend_pid()"

@@ -62,7 +62,7 @@ async def test_the_semantic_ranking_is_read_while_the_keyword_one_waits(postgres
         await locker.execute("LOCK TABLE agentrecall.term_stats IN ACCESS EXCLUSIVE MODE")
         search = asyncio.ensure_future(store.search("which seat by the window"))
         async with await psycopg.AsyncConnection.connect(postgres_dsn, autocommit=True) as watch:
-            for _ in range(500):
+            for _ in range(3_000):  # a minute at most
                 # A session that has ended a transaction since the search began, while the
                 # other still waits for the lock.
                 cursor = await watch.execute(

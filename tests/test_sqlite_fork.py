@@ -34,7 +34,7 @@ pytestmark = [
 
 CHILDREN = 64
 ROUND = 8  # children forked before the parent waits for them
-CHILD_SECONDS = 30.0  # far beyond what a child needs; only a hung child gets near it
+CHILD_SECONDS = 60.0  # far beyond what a child needs; only a hung child gets near it
 
 
 @contextmanager
