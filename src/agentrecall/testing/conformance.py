@@ -30,6 +30,11 @@ A store declaring ``Capability.SEMANTIC`` must be made with an embedder that put
 "seat" (``HashEmbedder(synonyms=SYNONYMS)``, or a real model) and, since the rest of the suite
 expects keyword ranking from a plain ``search``, with keyword search as its default mode; the
 semantic tests name their modes.
+
+No test depends on how fast the machine runs. The expiry tests move time with the ``clock``
+fixture, a :class:`~agentrecall.testing.ManualClock` that every agentrecall store reads; a
+store that reads another clock should override ``clock`` with a fixture that yields an object
+with the same ``now``, ``advance`` and ``advance_past`` methods and moves its own clock.
 """
 
 from __future__ import annotations
