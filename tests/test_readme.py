@@ -28,7 +28,7 @@ from agentrecall.testing.postgres import TemporaryPostgres
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 # The guides that took over the README's longer material, code blocks included.
-GUIDES = ["docs/stores.md", "docs/postgres.md", "docs/agents.md", "docs/cli.md"]
+GUIDES = ["docs/stores.md", "docs/postgres.md", "docs/agents.md", "docs/cli.md", "docs/mcp.md"]
 PAGES = [README, *((ROOT / guide).read_text(encoding="utf-8") for guide in GUIDES)]
 BLOCKS = [
     block
@@ -353,3 +353,23 @@ def test_mcp_client_block_starts_a_server(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
+
+
+def anchor(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+@pytest.mark.parametrize("page", ["README.md", *GUIDES, "docs/install.md", "docs/benchmarks.md"])
+def test_relative_links_lead_to_a_file_and_heading(page: str) -> None:
+    path = ROOT / page
+    text = re.sub(r"^```.*?^```", "", path.read_text(encoding="utf-8"), flags=re.M | re.S)
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if target.startswith(("http://", "https://")):
+            continue
+        file, _, fragment = target.partition("#")
+        linked = (path.parent / file).resolve() if file else path
+        assert linked.exists(), (page, target)
+        if fragment:
+            headings = re.findall(r"^#+ (.*)$", linked.read_text(encoding="utf-8"), flags=re.M)
+            assert fragment in {anchor(h) for h in headings}, (page, target)
