@@ -89,7 +89,7 @@ def recall_seats(request: Any) -> Reply:
 
 
 async def test_a_later_question_in_other_words_recalls_the_stored_fact(tmp_path: Path) -> None:
-    """"seat" must find "seats": the showcased loop keeps facts in a store that stems."""
+    """The question's "seat" must find "seats": the loop keeps facts in a store that stems."""
     example = load_example()
     with ChatServer(responder=recall_seats) as server:
         await example.chat(server.base_url, "m", ["I'm Ana. I prefer aisle seats."], str(tmp_path))

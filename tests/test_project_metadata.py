@@ -1,4 +1,4 @@
-"""What the package says about itself on an index: where it lives, what it runs on, what it ships."""
+"""What the package says of itself on an index: where it lives, what it runs on, what it ships."""
 
 from __future__ import annotations
 

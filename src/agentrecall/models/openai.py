@@ -186,7 +186,10 @@ class OpenAICompatibleModel:
 
 
 async def _closed_with_loop(client: httpx.AsyncClient) -> AsyncGenerator[None, None]:
-    """Hold ``client`` open until the generator is closed, by :meth:`OpenAICompatibleModel.aclose` or its loop."""
+    """Hold ``client`` open until the generator is closed.
+
+    It is closed by :meth:`OpenAICompatibleModel.aclose`, or by its event loop's end.
+    """
     try:
         yield
     finally:
