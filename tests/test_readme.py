@@ -261,6 +261,16 @@ def test_the_two_commands_come_first() -> None:
     assert "make demo" in (ROOT / "scripts" / "clone-check").read_text(encoding="utf-8")
 
 
+def test_make_test_builds_the_api_reference_strictly_before_the_tests() -> None:
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    (goals,) = re.findall(r"^test: (.*)$", makefile, flags=re.MULTILINE)
+    assert goals.split().index("docs") < goals.split().index("pytest")
+    assert "mkdocs build --strict" in makefile
+    # Its output goes where git does not look.
+    assert "build/" in (ROOT / ".gitignore").read_text(encoding="utf-8").splitlines()
+    assert "site_dir: build/reference" in (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+
+
 def test_install_block_names_real_extras() -> None:
     (install,) = [b for b in blocks("sh") if "pip install" in b]
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
