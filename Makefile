@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-loaded smoke lint typecheck pytest clone-check bench clean
+.PHONY: demo test test-loaded smoke lint typecheck docs pytest clone-check bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +21,7 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.installed
 	$(BIN)/python examples/demo.py
 
-test: lint typecheck pytest clone-check
+test: lint typecheck docs pytest clone-check
 
 # A fresh clone of HEAD installs from nothing, runs the demo and a smoke subset of the tests.
 clone-check:
@@ -38,11 +38,17 @@ smoke: $(VENV)/.installed-dev
 	$(BIN)/pytest -q --smoke
 
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check src tests benchmarks examples
-	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/ruff check src tests benchmarks examples scripts/docs
+	$(BIN)/ruff format --check src tests benchmarks examples scripts/docs
 
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy src
+
+# The API reference, from the docstrings, into build/reference (git-ignored). Strict: a
+# warning (a docstring naming a missing object, an argument the signature lacks) fails it,
+# and so does a public name the reference leaves out (scripts/docs/check_reference.py).
+docs: $(VENV)/.installed-dev
+	$(BIN)/mkdocs build --strict --quiet
 
 pytest: $(VENV)/.installed-dev
 	$(BIN)/pytest -q

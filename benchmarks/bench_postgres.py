@@ -76,8 +76,9 @@ WARMUP = 20
 CLIENTS = 8
 SERVER_SETTINGS: dict[str, str] = {"shared_buffers": "1GB", "max_wal_size": "4GB"}
 """Settings of the throwaway server beyond PostgreSQL's defaults, as a deployment tunes them
-(see ``docs/postgres.md``): buffers that hold a million-memory store's hot index pages (the
-default, 128 MB, is sized for any small machine), and fewer checkpoints during a bulk load."""
+(see ``benchmarks/results/postgres-engineering.md``): buffers that hold a million-memory
+store's hot index pages (the default, 128 MB, is sized for any small machine), and fewer
+checkpoints during a bulk load."""
 CLIENT_ADDS = 500
 
 

@@ -4,7 +4,7 @@ Run it against any OpenAI-compatible server (OpenAI, vLLM, Ollama, llama.cpp)::
 
     python examples/agent_loop.py http://localhost:11434/v1 llama3.1
 
-Facts the model extracts land in ``agent-data/facts.json``; the conversation is kept in
+Facts the model extracts land in ``agent-data/facts.db``; the conversation is kept in
 ``agent-data/conversations.db``. Stop and start it again: it still knows you.
 """
 
@@ -18,24 +18,24 @@ from agentrecall import (
     BufferMemory,
     ExtractionConfig,
     IntervalTrigger,
-    JsonFileStore,
     MemoryManager,
     OpenAICompatibleModel,
+    SQLiteStore,
 )
 
 
 async def chat(base_url: str, model_name: str, turns: list[str], data: str) -> list[str]:
     """Answer each of ``turns`` in one session, remembering facts across sessions."""
     model = OpenAICompatibleModel(base_url, model_name, api_key=os.getenv("OPENAI_API_KEY"))
-    facts = JsonFileStore(
+    facts = SQLiteStore(  # stems words: "Which seat do I like?" finds "prefers aisle seats"
+        f"{data}/facts.db",
         name="facts",
-        path=f"{data}/facts.json",
         extraction=ExtractionConfig(trigger=IntervalTrigger(2)),  # every 2 turns
     )
     manager = MemoryManager([facts], model=model)
     conversation = BufferMemory(max_tokens=3000, path=f"{data}/conversations.db")
     replies = []
-    async with model, conversation:
+    async with model, conversation, facts:
         for text in turns:
             history = await conversation.read("me")
             ask = {"role": "user", "content": text}

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from agentrecall import SQLiteStore
 from agentrecall.testing import ChatServer, Reply
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,8 +58,9 @@ async def test_memory_survives_between_runs(tmp_path: Path) -> None:
         )
     assert first == ["Noted!", "Noted!"]
     assert second == ["I remember you are vegetarian."]
-    facts = json.loads((tmp_path / "facts.json").read_text(encoding="utf-8"))
-    assert [f["content"] for f in facts] == ["The user is vegetarian and plans dinner at home."]
+    async with SQLiteStore(tmp_path / "facts.db", writable=False) as facts:
+        stored = [memory.content for memory in await facts.list()]
+    assert stored == ["The user is vegetarian and plans dinner at home."]
     last_chat = [r for r in server.requests if "JSON array" not in (r.system or "")][-1]
     assert re.search(
         r'<entry source="facts">The user is vegetarian and plans dinner at home\.</entry>',
@@ -76,6 +78,27 @@ async def test_memory_survives_between_runs(tmp_path: Path) -> None:
     assert len(json.loads(stored)) == 6
 
 
+def recall_seats(request: Any) -> Reply:
+    """Extraction yields the seat preference; a chat reply says what memory held."""
+    if "JSON array" in (request.system or ""):
+        transcript = request.last_user_text or ""
+        facts = [{"content": "Ana prefers aisle seats."}] if "aisle" in transcript else []
+        return Reply.text(json.dumps(facts))
+    recalled = (request.last_user_text or "").partition("<memory>")[2]
+    return Reply.text("An aisle seat." if "aisle seats" in recalled else "I do not know.")
+
+
+async def test_a_later_question_in_other_words_recalls_the_stored_fact(tmp_path: Path) -> None:
+    """The question's "seat" must find "seats": the loop keeps facts in a store that stems."""
+    example = load_example()
+    with ChatServer(responder=recall_seats) as server:
+        await example.chat(server.base_url, "m", ["I'm Ana. I prefer aisle seats."], str(tmp_path))
+        answer = await example.chat(server.base_url, "m", ["Which seat do I like?"], str(tmp_path))
+    assert answer == ["An aisle seat."]
+    asked = [r for r in server.requests if "JSON array" not in (r.system or "")][-1]
+    assert '<entry source="facts">Ana prefers aisle seats.</entry>' in (asked.last_user_text or "")
+
+
 def test_the_script_answers_each_line_and_remembers_across_lines(tmp_path: Path) -> None:
     with ChatServer(responder=respond) as server:
         done = subprocess.run(
@@ -88,7 +111,7 @@ def test_the_script_answers_each_line_and_remembers_across_lines(tmp_path: Path)
             check=True,
         )
     assert done.stdout.splitlines() == ["Noted!", "I remember you are vegetarian."]
-    assert (tmp_path / "agent-data" / "facts.json").exists()
+    assert (tmp_path / "agent-data" / "facts.db").exists()
 
 
 def test_the_script_without_arguments_says_how_to_run_it() -> None:

@@ -1,4 +1,8 @@
-"""Every code block of the README runs as written, in fresh processes and a fresh home."""
+"""Every code block of the README, and of the guides in docs/ it sends readers to, runs as written.
+
+Each block runs in a fresh process and a fresh home. The README is the first read; the guides
+hold what it leaves out, so their blocks are checked the same way.
+"""
 
 from __future__ import annotations
 
@@ -23,7 +27,14 @@ from agentrecall.testing.postgres import TemporaryPostgres
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-BLOCKS = re.findall(r"^```(\w*)\n(.*?)^```", README, flags=re.MULTILINE | re.DOTALL)
+# The guides that took over the README's longer material, code blocks included.
+GUIDES = ["docs/stores.md", "docs/postgres.md", "docs/agents.md", "docs/cli.md", "docs/mcp.md"]
+PAGES = [README, *((ROOT / guide).read_text(encoding="utf-8") for guide in GUIDES)]
+BLOCKS = [
+    block
+    for page in PAGES
+    for block in re.findall(r"^```(\w*)\n(.*?)^```", page, flags=re.MULTILINE | re.DOTALL)
+]
 BIN = Path(sys.executable).parent
 
 # Runs a block as a module would run, with top-level ``await`` allowed as in an async REPL.
@@ -186,7 +197,17 @@ def test_await_block_runs_pasted_into_the_asyncio_repl(index: int, tmp_path: Pat
 
 
 def test_readme_says_how_to_run_await_blocks() -> None:
-    assert REPL_BLOCKS and "python -m asyncio" in README
+    assert REPL_BLOCKS
+    for page in PAGES:
+        if re.search(r"^```python\n(?:(?!^```).)*^(async with|await) ", page, re.M | re.S):
+            assert "python -m asyncio" in page, page.splitlines()[0]
+
+
+def test_the_readme_fits_a_first_read() -> None:
+    assert len(README.splitlines()) <= 350
+    # It links every guide whose blocks run here, and the API reference's pages.
+    for guide in [*GUIDES, "docs/reference/index.md"]:
+        assert f"]({guide}" in README, guide
 
 
 def numbers(text: str) -> list[str]:
@@ -240,6 +261,16 @@ def test_the_two_commands_come_first() -> None:
     assert "make demo" in (ROOT / "scripts" / "clone-check").read_text(encoding="utf-8")
 
 
+def test_make_test_builds_the_api_reference_strictly_before_the_tests() -> None:
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    (goals,) = re.findall(r"^test: (.*)$", makefile, flags=re.MULTILINE)
+    assert goals.split().index("docs") < goals.split().index("pytest")
+    assert "mkdocs build --strict" in makefile
+    # Its output goes where git does not look.
+    assert "build/" in (ROOT / ".gitignore").read_text(encoding="utf-8").splitlines()
+    assert "site_dir: build/reference" in (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+
+
 def test_install_block_names_real_extras() -> None:
     (install,) = [b for b in blocks("sh") if "pip install" in b]
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
@@ -254,8 +285,12 @@ def test_install_block_names_real_extras() -> None:
     assert done.stdout.strip() == f"agentrecall {agentrecall.__version__}"
 
 
-def test_command_line_block_runs(tmp_path: Path) -> None:
-    (commands,) = [b for b in blocks("bash") if b.startswith("id=$(agentrecall add")]
+COMMAND_BLOCKS = [b for b in blocks("bash") if b.startswith("id=$(agentrecall add")]
+
+
+@pytest.mark.parametrize("index", range(len(COMMAND_BLOCKS)))
+def test_command_line_block_runs(index: int, tmp_path: Path) -> None:
+    commands = COMMAND_BLOCKS[index]
     (tmp_path / "data").symlink_to(ROOT / "data")
     environment = {
         **os.environ,
@@ -275,7 +310,7 @@ def test_command_line_block_runs(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "The user prefers window seats" in done.stdout  # the history shows the update
     for made in ("memory.jsonl", "copy.db", "copy.json", "same.db"):
-        assert (tmp_path / made).exists(), made
+        assert made not in commands or (tmp_path / made).exists(), made
     assert len(json.loads((tmp_path / "copy.json").read_text(encoding="utf-8"))) == 2
 
 
@@ -328,3 +363,23 @@ def test_mcp_client_block_starts_a_server(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
+
+
+def anchor(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+@pytest.mark.parametrize("page", ["README.md", *GUIDES, "docs/install.md", "docs/benchmarks.md"])
+def test_relative_links_lead_to_a_file_and_heading(page: str) -> None:
+    path = ROOT / page
+    text = re.sub(r"^```.*?^```", "", path.read_text(encoding="utf-8"), flags=re.M | re.S)
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if target.startswith(("http://", "https://")):
+            continue
+        file, _, fragment = target.partition("#")
+        linked = (path.parent / file).resolve() if file else path
+        assert linked.exists(), (page, target)
+        if fragment:
+            headings = re.findall(r"^#+ (.*)$", linked.read_text(encoding="utf-8"), flags=re.M)
+            assert fragment in {anchor(h) for h in headings}, (page, target)

@@ -42,7 +42,7 @@ class OpenAICompatibleModel:
 
     Retries: a request that gets 408, 409, 429 or a 5xx status, times out, cannot connect or
     loses its connection is sent again up to ``max_retries`` times, after an exponentially
-    growing wait with a little jitter (see :class:`~agentrecall.models.retry.RetryPolicy`). A
+    growing wait with a little jitter (see :class:`~agentrecall._internal.retry.RetryPolicy`). A
     ``Retry-After`` header sets the wait instead, up to ``max_retry_delay``. Other statuses
     fail at once: retrying a bad request or a bad key cannot help.
 
@@ -186,7 +186,10 @@ class OpenAICompatibleModel:
 
 
 async def _closed_with_loop(client: httpx.AsyncClient) -> AsyncGenerator[None, None]:
-    """Hold ``client`` open until the generator is closed, by :meth:`aclose` or its loop."""
+    """Hold ``client`` open until the generator is closed.
+
+    It is closed by :meth:`OpenAICompatibleModel.aclose`, or by its event loop's end.
+    """
     try:
         yield
     finally:

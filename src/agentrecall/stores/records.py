@@ -29,7 +29,7 @@ def metadata(encoded: str | None) -> JsonObject | None:
 
 
 def record(row: Any) -> MemoryRecord:
-    """Return the memory of a row selected with :data:`RECORD_COLUMNS`."""
+    """Return the memory of a row selected with its backend's ``RECORD_COLUMNS``."""
     return MemoryRecord(
         id=row[0],
         content=row[1],
@@ -44,7 +44,7 @@ def record(row: Any) -> MemoryRecord:
 
 
 def version(row: Any) -> MemoryVersion:
-    """Return the version of a row selected with :data:`VERSION_COLUMNS`."""
+    """Return the version of a row selected with its backend's ``VERSION_COLUMNS``."""
     return MemoryVersion(
         content=row[0],
         metadata=metadata(row[1]),

@@ -17,7 +17,7 @@ another session, scope or filter between two turns counts as it does in ``SQLite
 row numbers are its file's. They do not count other stores' rows of the schema, values of the
 shared identity that an add of a content already held consumed, or deleted memories, which
 the identity skips; ``SQLiteStore`` counts the gaps deleted memories leave (see
-``docs/postgres.md``).
+``docs/postgres-internals.md``).
 """
 
 from __future__ import annotations

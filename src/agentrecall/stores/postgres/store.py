@@ -268,7 +268,7 @@ class PostgresStore(front.StoreFront):
         session_id: str | None = None,
         name: str | None = None,
     ) -> PostgresStore:
-        """Return a view of one user, agent or session, as :meth:`StoreFront.scope` does.
+        """Return a view of one user, agent or session, as :meth:`front.StoreFront.scope` does.
 
         Raises:
             InvalidArgumentError: an id is not a non-blank string, or holds U+0000, which

@@ -44,7 +44,8 @@ EMBED_BATCH = 1_024
 
 EF_SEARCH = 100
 """``hnsw.ef_search`` of a search: the candidates the graph walk keeps (pgvector's default is
-40); see ``docs/postgres.md`` for the recall measured against exact search."""
+40); see ``benchmarks/results/postgres-engineering.md`` for the recall measured against exact
+search."""
 
 INSTALL = (
     "semantic and hybrid search need the pgvector extension ('vector') in the database: "
@@ -429,7 +430,7 @@ async def stage(connection: Connection, rows: Sequence[tuple[int, str | None, st
 EXACT_UNDER = 2_000
 """Memories meeting a narrowed search's conditions up to which it computes every one's distance
 exactly instead of walking the HNSW graph: measured at 100,000 memories in
-``docs/postgres.md`` ("Metadata filters")."""
+``docs/postgres-internals.md`` ("Metadata filters")."""
 
 
 async def nearest(
@@ -461,7 +462,8 @@ async def nearest(
     # gets no bitmap scans, so no GIN index (B-trees keep plain index scans): pgvector's costs
     # do not charge the walk for a filter's selectivity, and with the metadata index's bitmap
     # at hand the planner hashed an HNSW scan run to its end (1% filter, 100,000 memories:
-    # 168 ms against 111 for the nested loop it takes without; docs/postgres.md).
+    # 168 ms against 111 for the nested loop it takes without;
+    # benchmarks/results/postgres-engineering.md).
     cursor = await connection.execute(
         "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector'), model, dimension, "
         f"c.n, set_config('hnsw.ef_search', '{int(EF_SEARCH)}', true), "

@@ -1,8 +1,9 @@
 """Reading a whole SQLite store for an export: one snapshot, handed on a batch at a time.
 
 Each function takes an open connection and runs on the store's worker thread, inside one
-read transaction of :meth:`Database.run`, so everything it reads is one consistent state of
-the file however long the reading takes and whatever other processes write meanwhile.
+read transaction of :meth:`~agentrecall._internal.sqlite.Database.run`, so everything it reads
+is one consistent state of the file however long the reading takes and whatever other
+processes write meanwhile.
 """
 
 from __future__ import annotations
