@@ -28,7 +28,14 @@ from agentrecall.testing.postgres import TemporaryPostgres
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 # The guides that took over the README's longer material, code blocks included.
-GUIDES = ["docs/stores.md", "docs/postgres.md", "docs/agents.md", "docs/cli.md", "docs/mcp.md"]
+GUIDES = [
+    "docs/stores.md",
+    "docs/postgres.md",
+    "docs/agents.md",
+    "docs/cli.md",
+    "docs/mcp.md",
+    "docs/testing.md",
+]
 PAGES = [README, *((ROOT / guide).read_text(encoding="utf-8") for guide in GUIDES)]
 BLOCKS = [
     block
@@ -124,6 +131,10 @@ def strands_manager(out: str, home: Path) -> None:
     assert out == ""
 
 
+def manual_clock(out: str, cwd: Path) -> None:
+    assert out == "gone after an hour that took no time\n"
+
+
 # Each Python block, told by a line of it, with what its output must be.
 CHECKS: dict[str, Callable[[str, Path], None]] = {
     'SQLiteStore(name="notes") as notes:': quick_start,
@@ -138,6 +149,7 @@ CHECKS: dict[str, Callable[[str, Path], None]] = {
     'PostgresStore(dsn, name="travel")': postgres_store,
     'BufferMemory(dsn=os.environ["DATABASE_URL"]': postgres_buffer,
     'read_dsn=os.environ["DATABASE_READ_URL"]': postgres_replica,
+    "ManualClock() as clock": manual_clock,
 }
 
 
