@@ -175,7 +175,7 @@ async def test_taking_an_empty_file_for_a_new_database_is_logged_once(
     store = SQLiteStore(path)
     await store.add("a note")
     await store.aclose()
-    await store.add("another note")
+    await SQLiteStore(path).add("another note")
     await SQLiteStore(path).count()
     adopted = [r for r in caplog.records if getattr(r, "agentrecall_empty_file", None)]
     assert [r.agentrecall_empty_file for r in adopted] == [str(path)]  # type: ignore[attr-defined]
