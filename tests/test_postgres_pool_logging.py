@@ -11,8 +11,8 @@ import sys
 import pytest
 
 from agentrecall import PostgresStore
-from agentrecall.errors import ServerUnavailableError
 from agentrecall._internal.pool_logging import LOGGER
+from agentrecall.errors import ServerUnavailableError
 from agentrecall.testing.postgres import TemporaryPostgres
 
 # Writes, waits for the server to be stopped, fails a call, and waits until the pool has
