@@ -12,6 +12,7 @@ named ``memory`` in that database.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
@@ -512,8 +513,10 @@ async def _into_sqlite(
 ) -> MigrationResult:
     """Migrate into an SQLite file: in place if it exists, else through a temporary file."""
     if os.path.lexists(destination):
-        # Taking the staging lock sweeps what killed copies into this name left.
-        (await asyncio.to_thread(StagingLock, os.path.abspath(destination))).release()
+        # Taking the staging lock sweeps what killed copies into this name left; upkeep only,
+        # so a directory the lock file cannot be made in (no copy was staged there) is no error.
+        with contextlib.suppress(StorageError):
+            (await asyncio.to_thread(StagingLock, os.path.abspath(destination))).release()
         writer = SQLiteStore(destination, embedder=embedder)
         try:
             return await migrate(reader, writer, **options)
