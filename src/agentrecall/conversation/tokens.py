@@ -96,7 +96,7 @@ def _unreachable(name: str, error: OSError) -> str:
     return (
         f"tiktoken_counter({name!r}): tiktoken downloads the token table of encoding {name!r} "
         f"({source}) on first use and found no copy in its cache, {where}; the download "
-        f"failed: {error}. To work offline, run `TIKTOKEN_CACHE_DIR=DIR python -c \"import "
+        f'failed: {error}. To work offline, run `TIKTOKEN_CACHE_DIR=DIR python -c "import '
         f"tiktoken; tiktoken.get_encoding('{name}')\"` on a machine with network access, copy "
         f"DIR here and set TIKTOKEN_CACHE_DIR to it (or pass a tiktoken Encoding built from "
         f"local files)"
