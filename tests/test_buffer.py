@@ -207,11 +207,12 @@ async def test_t16_an_empty_write_creates_the_session(make) -> None:
 
 async def test_t17_adjusted_clear_one_or_all(make) -> None:
     memory = make()
-    for key in ("k", "", "other"):
-        await memory.write([u(key or "blank")], key)
+    for key in ("k", "other"):
+        await memory.write([u(key)], key)
     await memory.clear("k")
-    assert sorted(e.session_id for e in await memory.entries()) == ["", "other"]
-    await memory.clear("")  # AgentLIB: "" clears everything; here it names a session
+    assert [e.session_id for e in await memory.entries()] == ["other"]
+    with pytest.raises(InvalidArgumentError, match="session_id must be a non-blank string"):
+        await memory.clear("")  # AgentLIB: "" clears everything; here it is refused
     assert [e.session_id for e in await memory.entries()] == ["other"]
     await memory.clear("unknown")
     await memory.clear()
@@ -239,11 +240,24 @@ async def test_t19_adjusted_a_cut_tool_exchange_is_not_kept(make) -> None:
 async def test_t20_adjusted_session_keys(make) -> None:
     memory = make()
     await memory.write([u("default")], None)
-    await memory.write([u("blank")], "")
     assert await memory.read() == [u("default")] == await memory.read(None)
-    assert await memory.read("") == [u("blank")]
-    assert [e.session_id for e in await memory.entries("")] == [""]  # AgentLIB: all entries
-    assert [e.session_id for e in await memory.entries()] == ["default", ""]
+    # AgentLIB stores a session named "" (and lists every entry for entries("")).
+    calls = {
+        "write": lambda key: memory.write([u("blank")], key),
+        "read": memory.read,
+        "entries": memory.entries,
+        "clear": memory.clear,
+    }
+    for call, run in calls.items():
+        for key in ("", "   "):
+            with pytest.raises(InvalidArgumentError) as refused:
+                await run(key)
+            assert str(refused.value) == (
+                f"session_id must be a non-blank string naming a session, got {key!r}"
+            ), call
+    with pytest.raises(InvalidArgumentError, match="a session id of default_store must be"):
+        make(default_store={"": [u("seeded")]})
+    assert [e.session_id for e in await memory.entries()] == ["default"]
 
 
 async def test_entries_keep_the_order_of_first_write(make) -> None:

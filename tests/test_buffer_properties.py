@@ -235,7 +235,7 @@ def scenarios(draw: st.DrawFn, *, max_writes: int = 4) -> Scenario:
     last: dict[str, list[Message]] = {}
     writes = []
     for _ in range(draw(st.integers(1, max_writes))):
-        session = draw(st.sampled_from(["s1", "s2", ""]))
+        session = draw(st.sampled_from(["s1", "s2", " s3 "]))
         conversation = _conversation(draw, serial, 20)
         if session in last and draw(st.booleans()):  # an agent hands over the grown history
             conversation = last[session] + conversation

@@ -9,16 +9,19 @@ import pytest
 
 from agentrecall import PostgresStore
 
-# A script as people write them: no close, or one more call after close.
+# A script as people write them: no close, or one more call after close (refused).
 SCRIPT = """
 import sys
-from agentrecall import PostgresStore, SyncStore
+from agentrecall import PostgresStore, StoreClosedError, SyncStore
 
 memory = SyncStore(PostgresStore(sys.argv[1], name=sys.argv[2]))
 memory.add("The user takes the 7:40 train.")
 if sys.argv[3] == "after-close":
     memory.close()
-    memory.add("The user changes at Utrecht.")
+    try:
+        memory.add("The user changes at Utrecht.")
+    except StoreClosedError:
+        print("refused")
 """
 
 
@@ -37,5 +40,6 @@ async def test_a_facade_left_open_at_exit_closes_its_store_cleanly(
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""  # no "Task was destroyed but it is pending!"
+    assert done.stdout == ("refused\n" if ending == "after-close" else "")
     async with PostgresStore(postgres_dsn, name=name) as store:
-        assert await store.count() == (2 if ending == "after-close" else 1)
+        assert await store.count() == 1

@@ -175,7 +175,7 @@ async def test_taking_an_empty_file_for_a_new_database_is_logged_once(
     store = SQLiteStore(path)
     await store.add("a note")
     await store.aclose()
-    await store.add("another note")
+    await SQLiteStore(path).add("another note")
     await SQLiteStore(path).count()
     adopted = [r for r in caplog.records if getattr(r, "agentrecall_empty_file", None)]
     assert [r.agentrecall_empty_file for r in adopted] == [str(path)]  # type: ignore[attr-defined]
@@ -291,8 +291,11 @@ async def test_a_directory_without_room_for_the_log_is_named_as_the_cause(
         f"beside a WAL database, also to read it, and cannot create them because directory "
         f"'{shared_dir}' is not writable by this process"
     )
-    assert outcome["search False"].startswith(expected)
+    assert outcome["search True"].startswith(expected)
     assert outcome["add"].startswith(expected)
+    # A read-only store needs neither file while no one writes: it reads without them.
+    assert outcome["search False"] == ["a note about herons"]
+    assert sorted(os.listdir(shared_dir)) == ["buffer.db", "memory.db"]
 
 
 async def test_a_file_another_user_has_open_can_be_read_from_a_locked_directory(

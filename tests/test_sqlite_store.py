@@ -21,7 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlite_checks import check_full_text_index, old_database
 
-from agentrecall import InvalidArgumentError, MemoryManager, StorageError
+from agentrecall import InvalidArgumentError, MemoryManager, StorageError, StoreClosedError
 from agentrecall._internal.sqlite import Database
 from agentrecall.retrieval import plan
 from agentrecall.retrieval.bm25 import bm25, idf, query_terms
@@ -643,5 +643,6 @@ async def test_leaving_async_with_closes_the_connection(tmp_path: Path) -> None:
             raise LookupError
     # The last connection to close folds the WAL back into the file and removes it.
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.db"]
-    assert await store.count() == 1
-    await store.aclose()
+    with pytest.raises(StoreClosedError, match="store 'memory' is closed"):
+        await store.count()
+    assert await SQLiteStore(path).count() == 1

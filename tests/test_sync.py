@@ -16,6 +16,7 @@ from agentrecall import (
     InvalidArgumentError,
     JsonFileStore,
     SQLiteStore,
+    StoreClosedError,
     SyncStore,
 )
 from agentrecall.stores.base import Capability
@@ -129,7 +130,8 @@ def test_one_loop_serves_every_call(tmp_path: Path) -> None:
     memory.search("one")
     assert memory._runner._loop is loop
     memory.close()
-    memory.add("two")  # a closed facade starts a new loop rather than failing
+    with pytest.raises(StoreClosedError, match="store 's' is closed"):
+        memory.add("two")  # a closed facade is not brought back to life behind its owner
     memory.close()
 
 
@@ -141,23 +143,24 @@ async def test_refuses_to_run_inside_a_running_loop(tmp_path: Path) -> None:
     assert not (tmp_path / "s.json").exists()
 
 
-def test_closing_closes_an_sqlite_store_and_both_stay_usable(tmp_path: Path) -> None:
+def test_closing_closes_an_sqlite_store_and_ends_both(tmp_path: Path) -> None:
     path = tmp_path / "memory.db"
     store = SQLiteStore(path)
     with SyncStore(store) as memory:
         first = memory.add("User prefers tea")
+        view = memory.scope(user_id="ana")
         assert (tmp_path / "memory.db-wal").exists()
     # The last connection to close checkpoints the WAL and removes it and its index.
     assert sorted(p.name for p in tmp_path.iterdir()) == ["memory.db"]
-    with SyncStore(store) as memory:
-        assert [r.id for r in memory.list()] == [first.id]
-        memory.add("User lives in Lisbon")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["memory.db"]
-    memory.add("User plays the violin")  # a closed facade reopens the store on the next call
+    for call in (lambda: memory.add("User plays the violin"), lambda: view.count()):
+        with pytest.raises(StoreClosedError, match="store 'memory"):
+            call()
+    with SyncStore(store) as again, pytest.raises(StoreClosedError):
+        again.list()  # the store itself was closed with its facade
     memory.close()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["memory.db"]
     with SyncStore(SQLiteStore(path)) as fresh:
-        assert fresh.count() == 3
+        assert [r.id for r in fresh.list()] == [first.id]
 
 
 class SearchOnly:
@@ -198,9 +201,9 @@ def test_the_store_is_closed_once_per_use() -> None:
     memory.close()
     memory.close()
     assert store.closed == 1
-    with memory:
+    with memory, pytest.raises(StoreClosedError):
         memory.search("again")
-    assert store.closed == 2
+    assert store.closed == 1
 
 
 class LoopRecorder(SearchOnly):

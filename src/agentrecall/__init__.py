@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         InvalidFileError,
         ModelError,
         StorageError,
+        StoreClosedError,
     )
     from agentrecall.extraction import (
         ExtractionConfig,
@@ -100,6 +101,7 @@ __all__ = [
     "SearchOptions",
     "Storage",
     "StorageError",
+    "StoreClosedError",
     "SyncStore",
     "TestMemoryStore",
     "ToolConfig",
@@ -146,6 +148,7 @@ _HOMES = {
     "SearchOptions": "agentrecall.types",
     "Storage": "agentrecall.storage",
     "StorageError": "agentrecall.errors",
+    "StoreClosedError": "agentrecall.errors",
     "SyncStore": "agentrecall.sync",
     "TestMemoryStore": "agentrecall.stores:JsonFileStore",
     "ToolConfig": "agentrecall.memory.tools",

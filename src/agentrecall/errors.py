@@ -4,8 +4,9 @@ Every exception raised on purpose derives from one root::
 
     AgentRecallError
     ├── StorageError            a backend's I/O failed (file, directory, database)
-    │   └── ServerUnavailableError    a database server could not be reached, or the
-    │                                 connection broke during a call (retryable)
+    │   ├── ServerUnavailableError    a database server could not be reached, or the
+    │   │                             connection broke during a call (retryable)
+    │   └── StoreClosedError          a store was called after its ``aclose()``
     ├── InvalidArgumentError    a call or a constructor got a value it cannot use (also ValueError)
     ├── InvalidFileError        a store's or a model's file cannot be used (also ValueError)
     ├── ModelError              a model (chat or embeddings) refused, failed or could not be reached
@@ -29,6 +30,7 @@ __all__ = [
     "ModelError",
     "ServerUnavailableError",
     "StorageError",
+    "StoreClosedError",
 ]
 
 
@@ -70,6 +72,16 @@ class ServerUnavailableError(StorageError):
         self.host = host
         self.port = port
         self.database = database
+
+
+class StoreClosedError(StorageError):
+    """A store (or a :class:`~agentrecall.SyncStore`) was called after it was closed.
+
+    ``aclose()`` (``close()`` for a ``SyncStore``, or leaving ``async with``) ends a store
+    object for good, and its scope views with it; closing again is harmless. To use the same
+    file or database again, create a new store object. Raised before anything is read or
+    written; the message names the store.
+    """
 
 
 class InvalidArgumentError(AgentRecallError, ValueError):

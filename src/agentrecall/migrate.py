@@ -11,15 +11,17 @@ named ``memory`` in that database.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import os
-import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol, TextIO, cast
 
 from agentrecall._internal.checks import check_limit
+from agentrecall._internal.staging import StagingLock, remove_staged, staged_path
 from agentrecall._internal.text import escape_surrogates, has_surrogate
 from agentrecall.embeddings.base import Embedder
 from agentrecall.errors import InvalidArgumentError, StorageError
@@ -511,6 +513,10 @@ async def _into_sqlite(
 ) -> MigrationResult:
     """Migrate into an SQLite file: in place if it exists, else through a temporary file."""
     if os.path.lexists(destination):
+        # Taking the staging lock sweeps what killed copies into this name left; upkeep only,
+        # so a directory the lock file cannot be made in (no copy was staged there) is no error.
+        with contextlib.suppress(StorageError):
+            (await asyncio.to_thread(StagingLock, os.path.abspath(destination))).release()
         writer = SQLiteStore(destination, embedder=embedder)
         try:
             return await migrate(reader, writer, **options)
@@ -532,29 +538,35 @@ async def staged_sqlite(
     not at all. An existing ``destination`` is never replaced. The store gets ``embedder``,
     as :class:`SQLiteStore` takes it: what is written through it gets its vectors.
 
+    A process killed meanwhile (``SIGKILL``) leaves its temporary files; the next staging
+    of ``destination`` removes them, once no live process stages one
+    (:mod:`agentrecall._internal.staging`).
+
     Raises:
         StorageError: ``destination`` was created by something else meanwhile.
     """
-    directory, name = os.path.split(os.path.abspath(destination))
-    temp = os.path.join(directory, f".{name}.{uuid.uuid4().hex[:12]}.migrating")
-    # No fsync per batch: the file counts only once published, and closing it checkpoints
-    # with fsync (synchronous=NORMAL syncs every checkpoint) before the rename.
-    writer = SQLiteStore(temp, fsync=False, embedder=embedder)
-    published = False
+    path = os.path.abspath(destination)
+    temp = staged_path(path)
+    lock = await asyncio.to_thread(StagingLock, path)
     try:
-        yield writer
-        # Closing the only connection folds the write-ahead log into the file, so the file
-        # alone is the whole database when it is renamed.
-        await writer.aclose()
-        if os.path.exists(temp):  # nothing written creates no file
-            _publish(temp, os.fspath(destination))
-        published = True
-    finally:
-        if not published:
+        # No fsync per batch: the file counts only once published, and closing it checkpoints
+        # with fsync (synchronous=NORMAL syncs every checkpoint) before the rename.
+        writer = SQLiteStore(temp, fsync=False, embedder=embedder)
+        published = False
+        try:
+            yield writer
+            # Closing the only connection folds the write-ahead log into the file, so the file
+            # alone is the whole database when it is renamed.
             await writer.aclose()
-            for leftover in (temp, f"{temp}-wal", f"{temp}-shm", f"{temp}-journal"):
-                if os.path.lexists(leftover):
-                    os.remove(leftover)
+            if os.path.exists(temp):  # nothing written creates no file
+                _publish(temp, os.fspath(destination))
+            published = True
+        finally:
+            if not published:
+                await writer.aclose()
+                remove_staged(temp)
+    finally:
+        lock.release()
 
 
 def _publish(temp: str, destination: str) -> None:

@@ -14,6 +14,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agentrecall._internal import forks
+from agentrecall._internal.lifetime import Lifetime
 from agentrecall._internal.loop import LoopRunner
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.stores.base import DEFAULT_PAGE, Capability, MemoryStore
@@ -44,11 +45,12 @@ class SyncStore:
     keywords left at ``None`` are not passed on, so any store takes the plain calls.
 
     Use it as a context manager, or call :meth:`close` when done: that also closes the store
-    (its ``aclose()``, for example an :class:`~agentrecall.SQLiteStore`'s connection). One
-    left open is closed when the interpreter exits, so its store's connections end cleanly
-    rather than with their tasks destroyed on a dropped loop. It refuses to run inside a
-    running event loop (``await`` the store there). Several threads may share one facade (and
-    its views): their calls take turns on its loop, one at a time.
+    (its ``aclose()``, for example an :class:`~agentrecall.SQLiteStore`'s connection), and
+    every later call raises :class:`~agentrecall.errors.StoreClosedError`. One left open
+    is closed when the interpreter exits, so its store's connections end cleanly rather than
+    with their tasks destroyed on a dropped loop. It refuses to run inside a running event
+    loop (``await`` the store there). Several threads may share one facade (and its views):
+    their calls take turns on its loop, one at a time.
 
     Example::
 
@@ -259,11 +261,12 @@ class SyncStore:
         """Close every store this facade or its views ran a call on, then the event loop.
 
         A store is closed with its async ``aclose()``, if it has one, and only if a call ran
-        on it since the last ``close``, so closing an unused facade does nothing. Stores
-        reopen on next use: the stores, and this object, stay usable afterwards.
+        on it. Afterwards this facade and its views refuse every call with
+        :class:`~agentrecall.errors.StoreClosedError`; closing again is harmless.
         """
         # One turn for all of it: no other thread's call reopens a store before the loop closes.
         with self._runner.turn:
+            self._runner.lifetime.end()
             try:
                 # Inside a running loop this object can run nothing, aclose() included.
                 while self._used and not _in_running_loop():
@@ -289,6 +292,9 @@ class SyncStore:
 
     def _run(self, store: MemoryStore, coro: Coroutine[Any, Any, T]) -> T:
         with self._runner.turn:
+            if self._runner.lifetime.ended:
+                coro.close()  # never awaited: closed here, so Python does not warn about it
+                self._runner.lifetime.check(self.store.name)
             if not any(used is store for used in self._used):
                 self._used.append(store)
             _open.add(self)
@@ -337,6 +343,8 @@ class _TakingTurns(LoopRunner):
         super().__init__()
         self.turn = threading.RLock()
         """Held for each call; hold it across several to keep other threads out between."""
+        self.lifetime = Lifetime()
+        """Ended by the facades' ``close``: the loop's facades refuse calls from then on."""
         # Replaces LoopRunner's own registration, whose hook this one calls.
         forks.register(self, in_child=_TakingTurns._forget)
 

@@ -41,7 +41,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentrecall._internal import forks
+from agentrecall._internal import forks, pool_logging
 from agentrecall.errors import InvalidArgumentError, ServerUnavailableError, StorageError
 
 if TYPE_CHECKING:
@@ -391,6 +391,7 @@ class _PoolBase:
             )
         self.timeout = float(connect_timeout if timeout is None else timeout)
         self.what = what
+        pool_logging.adopt(what)  # psycopg_pool names the pool after it in what it logs
         self._dsn = dsn
         self._kwargs = self.options.kwargs(dsn)
         self._min_size = min_size

@@ -10,6 +10,7 @@ report its progress).
 from __future__ import annotations
 
 import atexit
+import errno
 import logging
 import os
 import sqlite3
@@ -25,6 +26,7 @@ from agentrecall._internal import forks
 from agentrecall._internal.checkpoint import Checkpointer
 from agentrecall._internal.debounce import Debouncer
 from agentrecall._internal.sqlite_errors import damaged, describe, is_damage, is_read_only
+from agentrecall._internal.sqlite_reading import Unlocked, needs_unlocked_read
 from agentrecall.errors import StorageError
 
 T = TypeVar("T")
@@ -93,7 +95,14 @@ class Database:
       connection's write, and a file this process may not write can still be read;
     * ``readonly`` opens the file read-only and never creates or changes anything; while the
       file does not exist (or is empty) it reads as an empty database of the latest schema,
-      and a file of an older schema is refused (a writable open upgrades it);
+      and a file of an older schema is refused (a writable open upgrades it). Only a missing
+      file reads as empty: one that cannot be looked at (a directory this process may not
+      enter, a loop of links) is a :class:`~agentrecall.errors.StorageError` naming it;
+    * a read-only reader that is not the file's owner never creates its ``-wal`` and ``-shm``
+      files, which the owner could then not write or (in a sticky directory such as
+      ``/tmp``) remove: it uses them when they exist and otherwise reads the file without
+      SQLite's locks, reading again should a write have overlapped the read
+      (:mod:`~agentrecall._internal.sqlite_reading`);
     * a zero-length file is taken for a new database; when this object creates its tables
       in one, it logs that at INFO, the record carrying the path as ``agentrecall_empty_file``;
     * damage is refused: before this object first writes, a file of up to
@@ -151,6 +160,7 @@ class Database:
         self._busy_timeout = busy_timeout
         self._readonly = readonly
         self._connection: sqlite3.Connection | None = None
+        self._unlocked: Unlocked | None = None  # the file's state when read without locks
         self._stand_in = False  # the connection is an empty in-memory database: no file yet
         self._checked = False  # whether the file was checked for damage before a write
         self._damage: str | None = None  # what SQLite said when it first found damage
@@ -184,18 +194,38 @@ class Database:
             for attempt in range(_BUSY_RETRIES + 1):
                 try:
                     db = self._connect_for(write, progress)
-                    return self._attempt(db, operation, write=write, durable=durable)
+                    result = self._attempt(db, operation, write=write, durable=durable)
+                    if not self._overlapped_a_write():
+                        return result
                 except sqlite3.OperationalError as error:
+                    if self._overlapped_a_write():
+                        continue
                     if not _is_busy(error) or attempt == _BUSY_RETRIES:
                         raise self._failure(error) from error
                     time.sleep(0.05 * 2**attempt)
                 except sqlite3.Error as error:
-                    raise self._failure(error) from error
-        raise AssertionError("unreachable: the loop returns or raises")
+                    if not self._overlapped_a_write():
+                        raise self._failure(error) from error
+        raise StorageError(
+            f"{self._what} '{self.path}' was written to by another process during each of "
+            f"{_BUSY_RETRIES + 1} reads without SQLite's locks; try again"
+        )
+
+    def _overlapped_a_write(self) -> bool:
+        """Whether the last read was made without locks and may have met a write.
+
+        If so, the connection is closed, so the next one sees the file as it is now.
+        """
+        if self._unlocked is None or self._unlocked.unchanged():
+            return False
+        self._close(tidy=False)
+        return True
 
     def _connect_for(self, write: bool, progress: Progress | None) -> sqlite3.Connection:
-        if self._stand_in and not _absent(self.path):
+        if self._stand_in and not self._absent():
             self._close(tidy=False)  # the file has appeared since: read it
+        elif self._unlocked is not None and not self._unlocked.unchanged():
+            self._close(tidy=False)  # written since: an immutable connection would not see it
         db = self._connection or self._open(progress)
         if write:
             self._refuse_if_damaged(db)
@@ -296,6 +326,7 @@ class Database:
             self._connection.close()
             self._connection = None
             self._stand_in = False
+        self._unlocked = None
         _OPEN.discard(self)
 
     def _close_at_exit(self) -> None:
@@ -334,11 +365,11 @@ class Database:
         _OPEN.discard(self)
 
     def _open(self, progress: Progress | None) -> sqlite3.Connection:
-        if self._readonly and _absent(self.path):
+        if self._readonly and self._absent():
             return self._open_stand_in()
         if not self._readonly:
             self._make_directory()
-        empty = os.path.isfile(self.path) and _absent(self.path)
+        empty = os.path.isfile(self.path) and self._absent()
         db = self._connect()
         try:
             version = self._stored_version(db)
@@ -367,6 +398,24 @@ class Database:
         _OPEN.add(self)
         return db
 
+    def _absent(self) -> bool:
+        """Whether the file holds no database yet: missing, or empty with no log beside it.
+
+        Raises:
+            StorageError: the file cannot be looked at (a directory on its path that this
+                process may not enter, a loop of symbolic links, a file where a directory
+                should be): nothing says it is missing, so it is not read as empty.
+        """
+        try:
+            return os.path.getsize(self.path) == 0 and not os.path.lexists(f"{self.path}-wal")
+        except FileNotFoundError:
+            return True
+        except OSError as error:
+            raise StorageError(
+                f"cannot look at {self._what} '{self.path}': {error.strerror or error}"
+                f"{_FIXES.get(error.errno or 0, '')}"
+            ) from error
+
     def _make_directory(self) -> None:
         directory = os.path.dirname(os.path.abspath(self.path))
         try:
@@ -382,6 +431,10 @@ class Database:
         target, uri = self.path, False
         if self._readonly:
             target, uri = f"file:{urllib.parse.quote(os.path.abspath(self.path))}?mode=ro", True
+            if needs_unlocked_read(self.path, self._what):
+                self._unlocked = Unlocked.of(self.path)
+                if self._unlocked is not None:
+                    target += "&immutable=1"
         db = sqlite3.connect(
             target,
             timeout=self._busy_timeout,
@@ -489,14 +542,6 @@ def _log_adopted(path: str, what: str) -> None:
     )
 
 
-def _absent(path: str) -> bool:
-    """Whether ``path`` holds no database yet: missing, or empty with no log beside it."""
-    try:
-        return os.path.getsize(path) == 0 and not os.path.exists(f"{path}-wal")
-    except OSError:
-        return True
-
-
 @contextmanager
 def transaction(db: sqlite3.Connection, *, write: bool) -> Iterator[None]:
     """Run the ``with`` block as one transaction; roll back on any exception."""
@@ -527,6 +572,14 @@ def split_statements(script: str) -> list[str]:
             pending = ""
     return statements
 
+
+_FIXES = {
+    errno.EACCES: " (a directory on its path may not be entered by this process; change the "
+    "permissions or run as a user who may)",
+    errno.ENOTDIR: " (a part of the path that should be a directory is a file)",
+    errno.ELOOP: " (the symbolic links on its path form a loop)",
+}
+"""What the message of an error looking at the file adds, by ``errno``."""
 
 _OPEN: weakref.WeakSet[Database] = weakref.WeakSet()
 """Databases with an open connection, closed at interpreter exit."""

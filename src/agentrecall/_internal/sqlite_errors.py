@@ -6,6 +6,7 @@ import os
 import shutil
 import sqlite3
 
+from agentrecall._internal.sqlite_reading import SIDE_FILES
 from agentrecall.errors import StorageError
 
 # Primary result codes (https://www.sqlite.org/rescode.html), and the text SQLite gives each,
@@ -97,10 +98,36 @@ def _read_only(error: sqlite3.Error, path: str, what: str) -> StorageError:
             f"WAL database, also to read it, and cannot create them because directory "
             f"'{directory}' is not writable by this process; make the directory writable ({error})"
         )
+    foreign = _foreign_side_files(path)
+    if foreign:
+        named = " and ".join(f"'{name}' (uid {uid})" for name, uid in foreign)
+        return StorageError(
+            f"cannot write {what} '{path}': SQLite keeps its log in {named}, which belong to "
+            f"another user and may not be written by this process (a read-only reader running "
+            f"as that user created them); have that user or an administrator remove them while "
+            f"no process has the database open ({error})"
+        )
     return StorageError(
         f"{what} '{path}' is not writable by this process; change the file's permissions to "
         f"write to it ({error})"
     )
+
+
+def _foreign_side_files(path: str) -> list[tuple[str, int]]:
+    """Return the ``-wal`` and ``-shm`` files beside ``path`` this process may not write.
+
+    Only those another user owns, each with its owner's uid.
+    """
+    found = []
+    for suffix in SIDE_FILES:
+        name = f"{path}{suffix}"
+        try:
+            owner = os.stat(name).st_uid
+        except OSError:
+            continue
+        if owner != os.geteuid() and not os.access(name, os.W_OK):
+            found.append((name, owner))
+    return found
 
 
 def _cause_code(error: BaseException) -> int | None:

@@ -97,8 +97,10 @@ class BufferMemory:
       then. The mapping is copied; the buffer never changes the caller's objects.
     * ``read`` and ``entries`` return copies, and ``write`` stores a copy: mutating either side
       never changes the other (AgentLIB shares the objects).
-    * ``clear("")`` and ``entries("")`` address the session named ``""``; only ``None`` means
-      every session (AgentLIB treats ``""`` as all).
+    * A session id is a non-blank string: ``""`` (or only whitespace) is refused by every
+      method with an :class:`~agentrecall.errors.InvalidArgumentError` naming ``session_id``
+      (AgentLIB treats ``""`` as all sessions in ``clear`` and ``entries``; here only ``None``
+      means every session, and in ``read`` and ``write`` the default one).
     * ``idle_ttl`` (seconds or a ``timedelta``) forgets sessions neither read nor written for
       that long; a write to a forgotten session starts a new one.
 
@@ -371,12 +373,22 @@ def _utc(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, timezone.utc)
 
 
-def _session_key(session_id: str | None) -> str:
+def _session_key(session_id: str | None, argument: str = "session_id") -> str:
+    """Return the session id to use, ``None`` standing for the default session.
+
+    Raises:
+        InvalidArgumentError: ``session_id`` is not a string, is blank (a write to ``""``
+            would store a session no caller can have meant), or holds a lone surrogate.
+    """
     if session_id is None:
         return DEFAULT_SESSION
     if not isinstance(session_id, str):
-        raise InvalidArgumentError(f"session_id must be a string, got {session_id!r}")
-    check_text(session_id, "session_id")
+        raise InvalidArgumentError(f"{argument} must be a string, got {session_id!r}")
+    if not session_id.strip():
+        raise InvalidArgumentError(
+            f"{argument} must be a non-blank string naming a session, got {session_id!r}"
+        )
+    check_text(session_id, argument)
     return session_id
 
 
@@ -424,7 +436,9 @@ def _copy_seeds(default_store: Mapping[str, Sequence[Message]] | None) -> dict[s
         for index, message in enumerate(messages):
             check_message(message, index, f"default_store[{session_id!r}]")
         try:
-            seeds[_session_key(session_id)] = freeze(list(messages))
+            seeds[_session_key(session_id, "a session id of default_store")] = freeze(
+                list(messages)
+            )
         except UnstorableMessage as error:
             raise InvalidArgumentError(
                 f"default_store[{session_id!r}][{error.position}] cannot be stored: {error.reason}"

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from agentrecall.errors import InvalidArgumentError, ModelError
 from agentrecall.messages import Message, content_size, json_text
 
 TokenCounter = Callable[[Message], int]
@@ -36,11 +39,18 @@ def tiktoken_counter(encoding: Any = "o200k_base") -> TokenCounter:
 
     Args:
         encoding: an encoding name (``"o200k_base"``, ``"cl100k_base"``) or a ``tiktoken``
-            ``Encoding`` object. tiktoken downloads a named encoding's tables on first use and
-            caches them; offline, pass an ``Encoding`` built from local files.
+            ``Encoding`` object. For a name, tiktoken downloads the encoding's token table
+            (``<name>.tiktoken``, a few MB, from ``openaipublic.blob.core.windows.net``) on
+            first use and caches it in the directory ``TIKTOKEN_CACHE_DIR`` names (by default
+            ``data-gym-cache`` in the system's temporary directory). Offline, point
+            ``TIKTOKEN_CACHE_DIR`` at a copy of a cache filled on a machine with network
+            access, or pass an ``Encoding`` built from local files.
 
     Raises:
         ImportError: tiktoken is not installed (``pip install 'agentrecall[tiktoken]'``).
+        InvalidArgumentError: ``encoding`` is a name tiktoken does not know.
+        ModelError: the encoding's table is not cached and cannot be downloaded (or cached);
+            the message names the file and how to provide it offline.
     """
     try:
         import tiktoken
@@ -48,12 +58,49 @@ def tiktoken_counter(encoding: Any = "o200k_base") -> TokenCounter:
         raise ImportError(
             "tiktoken_counter needs tiktoken: pip install 'agentrecall[tiktoken]'"
         ) from error
-    codec = tiktoken.get_encoding(encoding) if isinstance(encoding, str) else encoding
+    codec = _named_encoding(tiktoken, encoding) if isinstance(encoding, str) else encoding
 
     def count(message: Message) -> int:
         return len(codec.encode(_model_text(message), disallowed_special=())) + MESSAGE_OVERHEAD
 
     return count
+
+
+def _named_encoding(tiktoken: Any, name: str) -> Any:
+    """Return tiktoken's encoding ``name``, explaining a download that failed.
+
+    Raises:
+        InvalidArgumentError: tiktoken knows no encoding ``name``.
+        ModelError: its table could not be fetched or cached.
+    """
+    known = tiktoken.list_encoding_names()
+    if name not in known:
+        raise InvalidArgumentError(
+            f"tiktoken_counter: unknown encoding {name!r}; tiktoken knows {', '.join(known)}"
+        )
+    try:
+        return tiktoken.get_encoding(name)
+    except OSError as error:  # requests' errors are OSErrors too
+        raise ModelError(_unreachable(name, error)) from error
+
+
+def _unreachable(name: str, error: OSError) -> str:
+    request = getattr(error, "request", None)
+    source = getattr(request, "url", None) or f"the file of encoding {name!r}"
+    cache = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")
+    where = (
+        f"TIKTOKEN_CACHE_DIR ({cache!r})"
+        if cache
+        else f"{os.path.join(tempfile.gettempdir(), 'data-gym-cache')!r} (TIKTOKEN_CACHE_DIR unset)"
+    )
+    return (
+        f"tiktoken_counter({name!r}): tiktoken downloads the token table of encoding {name!r} "
+        f"({source}) on first use and found no copy in its cache, {where}; the download "
+        f'failed: {error}. To work offline, run `TIKTOKEN_CACHE_DIR=DIR python -c "import '
+        f"tiktoken; tiktoken.get_encoding('{name}')\"` on a machine with network access, copy "
+        f"DIR here and set TIKTOKEN_CACHE_DIR to it (or pass a tiktoken Encoding built from "
+        f"local files)"
+    )
 
 
 def _model_text(message: Message) -> str:

@@ -28,6 +28,7 @@ from agentrecall._internal.checks import (
     seconds,
 )
 from agentrecall._internal.jsonvalue import check_json_object
+from agentrecall._internal.lifetime import Lifetime
 from agentrecall._internal.text import check_text
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.retrieval.filters import check_filter
@@ -169,6 +170,7 @@ class StoreFront:
         self.extraction = extraction
         self._ttl = seconds(ttl, "ttl")
         self._scope = Scope()
+        self._lifetime = Lifetime()
 
     def scope(
         self: F,
@@ -204,8 +206,16 @@ class StoreFront:
         raise NotImplementedError
 
     async def aclose(self) -> None:
-        """Close the store's connections (reopened on next use)."""
+        """Close the store's connections and end it (and its views); closing again is harmless.
+
+        Every later call raises :class:`~agentrecall.errors.StoreClosedError`: a closed store
+        is not reopened behind its owner's back.
+        """
         raise NotImplementedError
+
+    def _check_open(self) -> None:
+        """Raise :class:`~agentrecall.errors.StoreClosedError` once the store was closed."""
+        self._lifetime.check(self.name)
 
     async def initialize(self) -> None:
         """Same as :meth:`setup`; the hook a memory manager calls before first use."""

@@ -22,6 +22,7 @@ from agentrecall._internal.checks import (
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall._internal.ids import new_id
 from agentrecall._internal.jsoncopy import copy_json
+from agentrecall._internal.lifetime import Lifetime
 from agentrecall._internal.paths import default_store_path
 from agentrecall._internal.text import check_text, has_surrogate
 from agentrecall.errors import InvalidArgumentError
@@ -158,6 +159,7 @@ class JsonFileStore:
             directory, self._key = os.path.split(file_path)
             self._storage, self._path = LocalFileStorage(directory), file_path
         self._mutex = threading.Lock()
+        self._lifetime = Lifetime()
         self._records: RecordSet | None = None
         forks.register(
             self,
@@ -322,12 +324,14 @@ class JsonFileStore:
         return await self._offload(self._count_blocking)
 
     async def aclose(self) -> None:
-        """Drop the records cached from the file; the next call reads the file again.
+        """Drop the records cached from the file and end the store.
 
-        The store holds no open file between calls, so nothing else needs releasing; it stays
-        usable. ``async with store:`` calls this on leaving the block.
+        ``async with store:`` calls this on leaving the block. Closing twice is harmless; any
+        other later call raises :class:`~agentrecall.errors.StoreClosedError` (a new store
+        object reads the file again).
         """
-        await self._offload(self._forget_blocking)
+        self._lifetime.end()
+        await asyncio.to_thread(self._forget_blocking)
 
     async def __aenter__(self) -> JsonFileStore:
         return self
@@ -354,6 +358,7 @@ class JsonFileStore:
             )
 
     async def _offload(self, function: Callable[..., T], *args: Any) -> T:
+        self._lifetime.check(self.name)
         return await asyncio.to_thread(function, *args)
 
     def _load(self) -> RecordSet:

@@ -19,8 +19,9 @@ The suite needs pytest and pytest-asyncio; each async test carries an explicit
 ``pytest.mark.asyncio``, so it runs in pytest-asyncio's strict mode as well as in auto mode.
 Importing this module imports pytest, which is why :mod:`agentrecall.testing` never does.
 
-Every store must also close with ``aclose()`` and work as ``async with store:`` (a closed
-store reopens on its next call). Tests beyond ``search``, ``add`` and closing run only on
+Every store must also close with ``aclose()`` and work as ``async with store:``; a closed
+store refuses every later call with :class:`~agentrecall.errors.StoreClosedError` (closing
+again is harmless). Tests beyond ``search``, ``add`` and closing run only on
 stores declaring the matching :class:`~agentrecall.stores.base.Capability` in their
 ``capabilities`` attribute; the others are skipped with a reason naming the store and the
 missing capability. The tests of each capability
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 from agentrecall.testing._contract_base import TIMESTAMP, StoreFactory
 from agentrecall.testing._contract_capabilities import CapabilityContract
+from agentrecall.testing._contract_closing import ClosingContract
 from agentrecall.testing._contract_core import CoreContract
 from agentrecall.testing._contract_import import ImportContract
 from agentrecall.testing._contract_semantic import SYNONYMS, SemanticContract
@@ -48,7 +50,9 @@ from agentrecall.testing._contract_semantic import SYNONYMS, SemanticContract
 __all__ = ["SYNONYMS", "TIMESTAMP", "StoreContract", "StoreFactory"]
 
 
-class StoreContract(SemanticContract, ImportContract, CapabilityContract, CoreContract):
+class StoreContract(
+    ClosingContract, SemanticContract, ImportContract, CapabilityContract, CoreContract
+):
     """The whole contract; subclass it as ``Test<YourStore>`` and provide ``make_store``.
 
     Attributes:

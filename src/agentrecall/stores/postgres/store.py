@@ -295,10 +295,12 @@ class PostgresStore(front.StoreFront):
         return view
 
     async def aclose(self) -> None:
-        """Close the store's connections, shared with its scope views (reopened on next use).
+        """Close the store's connections, shared with its scope views, and end the store.
 
-        Closing twice is harmless.
+        Closing twice is harmless; any other later call, of this store or of its views,
+        raises :class:`~agentrecall.errors.StoreClosedError`.
         """
+        self._lifetime.end()
         await self._shared.pool.close()
         if self._shared.replica is not None:
             await self._shared.replica.pool.close()
@@ -606,6 +608,7 @@ class PostgresStore(front.StoreFront):
 
     async def _ready(self) -> Tables | None:
         """Return the store's tables, migrating them first if writable (``None``: none yet)."""
+        self._check_open()
         shared = self._shared
         if shared.tables is not None and (self._vectors is None or self._vectors.learned):
             return shared.tables
@@ -734,6 +737,7 @@ class PostgresStore(front.StoreFront):
 
     async def _outside(self, work: Callable[[Connection, Tables], Awaitable[T]]) -> T:
         """Run ``work`` outside any transaction (autocommit), as ``CONCURRENTLY`` DDL must be."""
+        self._check_open()
         tables = self._shared.tables
         assert tables is not None, "the store is ready before it builds an index"
         async with self._shared.pool.connection() as connection:
@@ -756,6 +760,7 @@ class PostgresStore(front.StoreFront):
         then travels with its first statements. ``alone``: ``work`` is one statement, run in
         autocommit mode as its own transaction.
         """
+        self._check_open()
         replica = None if read else self._shared.replica
 
         async def attempt() -> T:

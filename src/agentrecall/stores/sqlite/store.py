@@ -212,12 +212,15 @@ class SQLiteStore(StoreFront):
         await self._offload(functools.partial(self._db.run, _nothing, progress=progress))
 
     async def aclose(self) -> None:
-        """Close the database connection, shared with the scope views (reopened on next use).
+        """Close the database connection, shared with the scope views, and end the store.
 
         Indexes what is still waiting for the full-text index first; the last connection to
-        the file to close also folds the WAL back into it. Closing twice is harmless.
+        the file to close also folds the WAL back into it. Closing twice is harmless; any
+        other later call, of this store or of its views, raises
+        :class:`~agentrecall.errors.StoreClosedError`.
         """
-        await self._offload(self._db.close)
+        self._lifetime.end()
+        await self._worker.run(self._db.close)
 
     async def reindex(self, *, progress: Progress | None = None, batch: int = reindex.BATCH) -> int:
         """Compute the vectors the file lacks with this store's embedder; return how many.
@@ -413,6 +416,7 @@ class SQLiteStore(StoreFront):
         return await self._offload(prepare)
 
     async def _offload(self, function: Callable[..., T], *args: Any) -> T:
+        self._check_open()
         return await self._worker.run(function, *args)
 
     async def _read(self, query: Callable[[sqlite3.Connection], T]) -> T:
