@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Callable, Collection
 
 from agentrecall.retrieval.cjk import CJK_CHARACTERS, CJK_RUN, cjk_terms
@@ -89,6 +90,16 @@ def term_counter(terms: Collection[str]) -> Callable[[str], tuple[dict[str, int]
         return counts, len(found)
 
     return count
+
+
+def term_counts(text: str) -> tuple[dict[str, int], int]:
+    """Return how often ``text`` holds each of its terms, and how many terms it has.
+
+    The counts of :func:`keyword_terms`: what a store keeps of a long memory, so that ranking
+    it reads a few counts instead of its whole text.
+    """
+    terms = keyword_terms(text)
+    return dict(Counter(terms)), len(terms)
 
 
 def distinct_terms(text: str) -> tuple[list[str], int]:

@@ -44,6 +44,8 @@ The tables:
   same rights on the tables as the statements they run.
 * Since migration 7 ``terms`` holds emoji and other pictographs too
   (:mod:`~agentrecall.stores.postgres.pictographs`).
+* ``long_terms (content_hash, term, n)`` (migration 8): the term counts of long contents, by
+  digest (:mod:`~agentrecall.stores.postgres.longterms`).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from psycopg import AsyncConnection, errors, sql
 
 from agentrecall._internal.postgres_schema import lock_key
 from agentrecall.errors import StorageError
+from agentrecall.stores.postgres.longterms import long_term_counts
 from agentrecall.stores.postgres.pictographs import pictograph_terms
 
 Migration = str | Callable[[AsyncConnection[Any], str], Awaitable[None]]
@@ -455,6 +458,9 @@ MIGRATIONS: list[Migration] = [
     # Emoji and other pictographs (``🍣``, ``★``) are terms: the memories holding one get
     # their terms and length again (stores/postgres/pictographs.py).
     pictograph_terms,
+    # The term counts of long contents, kept so that ranking a long memory reads a few counts
+    # instead of counting its text at every search (stores/postgres/longterms.py).
+    long_term_counts,
 ]
 
 

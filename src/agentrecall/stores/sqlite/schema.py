@@ -17,13 +17,16 @@ From migration 9 on, a memory may have a vector in ``memory_vectors`` (see
 changes. From migration 10 on, the index stems words and reads CJK runs as pairs
 (:mod:`agentrecall.stores.sqlite.stemming`). From migration 11 on, it reads accented and
 compatibility text by its folded words, as the ranking does (:mod:`.folding`). From migration
-12 on, it reads emoji and other pictographs as words (:mod:`.pictographs`).
+12 on, it reads emoji and other pictographs as words (:mod:`.pictographs`). From migration 13 on,
+``memory_term_counts`` holds the term counts of long memories (:mod:`.longterms`), which
+migrations may compute with ``agentrecall_term_counts(text)``.
 """
 
 from __future__ import annotations
 
 from agentrecall._internal.sqlite import Migration
 from agentrecall.stores.sqlite.folding import folded_index
+from agentrecall.stores.sqlite.longterms import long_term_counts
 from agentrecall.stores.sqlite.pictographs import pictograph_index
 from agentrecall.stores.sqlite.stemming import stemmed_index
 
@@ -320,4 +323,7 @@ MIGRATIONS: list[Migration] = [
     # Emoji and other pictographs (``🍣``, ``★``) are terms: the memories holding one are given
     # index text that holds them as words.
     pictograph_index,
+    # The term counts of long memories, kept so that ranking one reads a few counts instead of
+    # counting its text at every search (a 4 MB memory took half a second).
+    long_term_counts,
 ]
