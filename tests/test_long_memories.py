@@ -176,6 +176,8 @@ async def test_every_write_keeps_the_counts_of_exactly_the_long_memories(
     await _check_counts(store)
     await store.update(first.id, content=DENSE + " with more")
     await _check_counts(store)
+    await store.update(first.id, metadata={"kind": "report"})  # the content stays
+    await _check_counts(store)
     ana = store.scope(user_id="ana")
     await ana.add(LONG)  # the same content in another scope
     await ana.import_records(

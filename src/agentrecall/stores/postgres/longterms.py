@@ -11,9 +11,10 @@ rerank reads the query's terms there instead.
 Counts depend on the content alone, so a row is never wrong, only unused once no memory holds
 its content: the writer adds them in the transaction that writes the content (every add,
 import and update goes through :func:`counted` and :func:`write`), and a trigger removes them
-when the last memory holding the content is deleted or rewritten. Migration 8 counts the long
-memories already stored. A long memory whose counts are missing is still ranked exactly, from
-its text.
+when the last memory holding the content is deleted or rewritten. (The counts of a content a
+write then skipped, an imported record whose id was taken, stay unused: never wrong.)
+Migration 8 counts the long memories already stored. A long memory whose counts are missing
+is still ranked exactly, from its text.
 """
 
 from __future__ import annotations
@@ -45,20 +46,35 @@ _TABLES = f"""
     CREATE FUNCTION {{schema}}.forget_long_terms() RETURNS trigger LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp AS $$
     BEGIN
-        -- octet_length reads a stored value's size without decompressing it; a long
-        -- content has at least as many bytes as characters.
-        DELETE FROM {{schema}}.long_terms AS l
-            USING (SELECT DISTINCT o.content_hash FROM old_rows AS o
-                WHERE octet_length(o.content) > {LONG_TEXT}) AS g
-            WHERE l.content_hash = g.content_hash AND NOT EXISTS
-                (SELECT 1 FROM {{schema}}.memories AS m WHERE m.content_hash = g.content_hash);
+        -- The contents of the statement's old rows that are long (octet_length reads a
+        -- stored value's size without decompressing it; a long content has at least as many
+        -- bytes as characters) and gone: deleted, or rewritten. Their counts go unless
+        -- another memory holds the content: a scan of the table, only when a long content
+        -- goes (rare), not when an update leaves the content as it was.
+        IF TG_OP = 'DELETE' THEN
+            DELETE FROM {{schema}}.long_terms AS l
+                USING (SELECT DISTINCT o.content_hash FROM old_rows AS o
+                    WHERE octet_length(o.content) > {LONG_TEXT}) AS g
+                WHERE l.content_hash = g.content_hash AND NOT EXISTS
+                    (SELECT 1 FROM {{schema}}.memories AS m
+                    WHERE m.content_hash = g.content_hash);
+        ELSE
+            DELETE FROM {{schema}}.long_terms AS l
+                USING (SELECT DISTINCT o.content_hash FROM old_rows AS o
+                    WHERE octet_length(o.content) > {LONG_TEXT} AND NOT EXISTS
+                        (SELECT 1 FROM new_rows AS n
+                        WHERE n.seq = o.seq AND n.content_hash = o.content_hash)) AS g
+                WHERE l.content_hash = g.content_hash AND NOT EXISTS
+                    (SELECT 1 FROM {{schema}}.memories AS m
+                    WHERE m.content_hash = g.content_hash);
+        END IF;
         RETURN NULL;
     END $$;
     CREATE TRIGGER memories_long_removed AFTER DELETE ON {{schema}}.memories
         REFERENCING OLD TABLE AS old_rows
         FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.forget_long_terms();
     CREATE TRIGGER memories_long_rewritten AFTER UPDATE ON {{schema}}.memories
-        REFERENCING OLD TABLE AS old_rows
+        REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
         FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.forget_long_terms();
 """
 
