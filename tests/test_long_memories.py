@@ -26,6 +26,7 @@ from agentrecall.retrieval.bm25 import LONG_TEXT
 from agentrecall.retrieval.keywords import term_counts
 from agentrecall.stores.base import MemoryStore
 from agentrecall.stores.contentkeys import content_hash
+from agentrecall.stores.sqlite import dedup, tables
 from agentrecall.stores.sqlite import search as sqlite_search
 from agentrecall.types import MemoryRecord
 
@@ -246,3 +247,22 @@ async def test_a_postgres_store_written_before_kept_counts_counts_its_long_memor
         await _check_postgres_counts(postgres_dsn)
     finally:
         await upgraded.aclose()
+
+
+@pytest.mark.parametrize("route", ["checked one by one", "pipelined chunks"])
+async def test_every_way_rows_go_into_sqlite_counts_the_long_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, route: str
+) -> None:
+    store = SQLiteStore(tmp_path / "m.db")
+    items = [(LONG, None), *[(text, None) for text in SHORT], (DENSE, None)]
+    if route == "checked one by one":  # as in a scope where dedup keys collided
+        monkeypatch.setattr(dedup, "has_collisions", lambda db, scope: True)
+    else:  # more rows than one chunk
+        items += [(f"bulk note {n}", None) for n in range(tables.CHUNK + 1)]
+        items.append((LONG + " last", None))
+    try:
+        await store.add_many(items)
+        await _check_sqlite_counts(store)
+        assert len(store._db.run(_sqlite_counts)) == (2 if route == "checked one by one" else 3)
+    finally:
+        await store.aclose()

@@ -7,10 +7,12 @@ half a second for one of 4 MB, at every search it was a candidate of. So a memor
 ``memory_term_counts``, one row per distinct term and one, of term ``''`` (no term is empty),
 holding its length; the rerank reads the query's terms there instead.
 
-Triggers keep the table, on every write path alike: an insert or a change of content computes
-the counts (through ``agentrecall_term_counts``, :func:`counts_json`, which the store registers
-on its connections), a delete removes them. Migration 13 counts the long memories already
-stored.
+Every insert of memories counts the long ones it inserted (:func:`count_inserted`, called by
+the three ways rows go in: ``tables.insert_rows``, ``tables.insert_pipelined`` and
+``dedup.add_checked``): an insert trigger instead cost every row about 2 µs, long or not.
+Triggers keep the counts through the rest: a change of content counts the new one (through
+``agentrecall_term_counts``, :func:`counts_json`, which the store registers on its
+connections), a delete removes them. Migration 13 counts the long memories already stored.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Collection, Sequence
+from typing import Any
 
 from agentrecall._internal.sqlite import Progress, split_statements
 from agentrecall.retrieval.bm25 import LONG_TEXT, Counts
@@ -33,11 +36,6 @@ _TABLES = f"""
         n INTEGER NOT NULL,
         PRIMARY KEY (seq, term)
     ) WITHOUT ROWID;
-    CREATE TRIGGER memories_counted AFTER INSERT ON memories
-        WHEN length(new.content) > {LONG_TEXT} BEGIN
-        INSERT INTO memory_term_counts (seq, term, n)
-            SELECT new.seq, key, value FROM json_each({FUNCTION}(new.content));
-    END;
     CREATE TRIGGER memories_recounted AFTER UPDATE OF content ON memories
         WHEN old.content IS NOT new.content BEGIN
         DELETE FROM memory_term_counts WHERE seq = old.seq;
@@ -49,6 +47,24 @@ _TABLES = f"""
         DELETE FROM memory_term_counts WHERE seq = old.seq;
     END;
 """
+
+
+_COUNT_INSERTED = (
+    "INSERT INTO memory_term_counts (seq, term, n) SELECT m.seq, j.key, j.value "
+    f"FROM memories AS m, json_each({FUNCTION}(m.content)) AS j "
+    f"WHERE m.seq > ? AND length(m.content) > {LONG_TEXT}"
+)
+
+
+def count_inserted(db: sqlite3.Connection, rows: Sequence[Sequence[Any]], after: int) -> None:
+    """Keep the counts of the long memories among ``rows``, just inserted above row ``after``.
+
+    A row is a new memory's ``(id, content, ...)``; the memories are read back from the table,
+    so rows an insert skipped (duplicates) count nothing. Row numbers only grow inside a write
+    transaction, so the memories above ``after`` are those just inserted.
+    """
+    if any(len(row[1]) > LONG_TEXT for row in rows):
+        db.execute(_COUNT_INSERTED, (after,))
 
 
 def counts_json(text: str) -> str:
