@@ -126,9 +126,9 @@ async def test_upgrading_a_store_counts_the_terms_of_its_memories(postgres_dsn: 
         # Back to the tables of version 2, memories kept, as an older release left them (its
         # trigger function is replaced by the upgrade, so no write may happen in between).
         connection.execute(
-            "DROP TABLE agentrecall.term_stats; "
+            "DROP TABLE agentrecall.term_stats, agentrecall.long_terms; "
             "DROP FUNCTION agentrecall.count_changes, agentrecall.write_shard, "
-            "agentrecall.add_memory CASCADE; "
+            "agentrecall.add_memory, agentrecall.forget_long_terms CASCADE; "
             "DELETE FROM agentrecall.migrations WHERE version > 2"
         )
     async with await psycopg.AsyncConnection.connect(postgres_dsn) as connection:

@@ -141,7 +141,7 @@ class Database:
         migrations: Sequence[Migration],
         what: str = "database",
         busy_timeout: float = 30.0,
-        functions: Mapping[str, Callable[[str], bytes | int]] | None = None,
+        functions: Mapping[str, Callable[[str], bytes | int | str]] | None = None,
         tidy: Callable[[sqlite3.Connection], object] | None = None,
         readonly: bool = False,
     ) -> None:

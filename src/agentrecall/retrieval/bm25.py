@@ -27,6 +27,15 @@ B = 0.25
 """BM25's length normalisation. Memories are short (LoCoMo turns: 35 terms on average), so a
 long one says little about its relevance: b matters more than k1, and less of it is better."""
 
+LONG_TEXT = 16_384
+"""A memory of more characters is long: the SQL stores keep its term counts and length when
+they write it (:func:`~agentrecall.retrieval.keywords.term_counts`), and the rerank reads those
+instead of counting its text. Counting a 4 MB memory's text took half a second, at every
+search it was a candidate of; counting a text of this length takes about a millisecond."""
+
+Counts = tuple[Mapping[str, int], int]
+"""How often a text holds each query term (terms it lacks may be left out), and its length."""
+
 
 def query_terms(query: str) -> dict[str, str]:
     """Return the searchable terms of ``query``, keyed by the word a full-text query asks for.
@@ -76,16 +85,24 @@ def rerank(
     newness: Callable[[T], int],
     average_length: float,
     limit: int,
+    stored: Callable[[T], Counts | None] = lambda item: None,
 ) -> list[tuple[float, T]]:
     """Return the best ``limit`` candidates by BM25, best first, each with its score.
 
+    A candidate's counts are ``stored(candidate)`` when the store kept them (a
+    :data:`LONG_TEXT` memory), else counted in its ``text``: the scores are the same either way.
     Candidates that score 0 (no query term) are dropped; ties go to the higher ``newness``
     (the newer memory).
     """
     count = term_counter(weights)
     scored = []
     for item in candidates:
-        counts, length = count(text(item))
+        known = stored(item)
+        if known is None:
+            counts, length = count(text(item))
+        else:
+            counts = {term: n for term, n in known[0].items() if term in weights}
+            length = known[1]
         scored.append((bm25_of_counts(weights, counts, length, average_length), item))
     kept = sorted(
         (item for item in scored if item[0] > 0), key=lambda pair: (-pair[0], -newness(pair[1]))

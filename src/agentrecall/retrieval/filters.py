@@ -31,6 +31,12 @@ Values compare the JSON way, by type first:
 * ``$ne`` and ``$nin`` are the exact negations of ``$eq`` and ``$in``, so they match a missing key
   (the MongoDB reading).
 
+A filter holds at most :data:`MAX_CONDITIONS` conditions: each plain value and each operator
+of a field is one (``{"a": 1, "b": {"$gt": 0, "$lt": 9}}`` holds three). SQL stores render
+every condition as a term of one expression, which SQLite nests one level deeper per term and
+repeats in each part of a search's statement; a longer filter is refused up front, the same way
+by every store, rather than failing in one of them.
+
 Operands are checked: scalars must be finite, integers must fit in 64 bits and strings must be
 valid Unicode without U+0000, so every filter that passes :func:`check_filter` evaluates the
 same way here and in SQLite. Stored values have two limits in SQL stores, mirrored here where
@@ -53,6 +59,7 @@ from agentrecall._internal.text import check_text
 from agentrecall.errors import InvalidArgumentError
 
 __all__ = [
+    "MAX_CONDITIONS",
     "OPERATORS",
     "Field",
     "MetadataFilter",
@@ -70,6 +77,14 @@ MetadataFilter = Mapping[str, Any]
 
 OPERATORS: tuple[str, ...] = ("$eq", "$ne", "$in", "$nin", "$gt", "$gte", "$lt", "$lte", "$exists")
 """Every operator a condition may use."""
+
+MAX_CONDITIONS = 100
+"""The most conditions (plain values and operators, over all fields) a filter may hold.
+
+Far beyond any filter written by hand, and well within what both SQL stores run: SQLite's
+expression depth (1,000 by default) and its 32,766 parameters, PostgreSQL's 65,535, with the
+filter repeated in each of a search's up to 64 term parts
+(:data:`~agentrecall.retrieval.plan.MAX_QUERY_TERMS`)."""
 
 _COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
     "$gt": operator.gt,
@@ -104,8 +119,9 @@ def check_filter(filter: MetadataFilter | None) -> None:
     """Raise unless ``filter`` is a valid metadata filter; ``None`` is valid and matches all.
 
     Raises:
-        InvalidArgumentError: the filter is malformed; the message names the field and the
-            operator at fault and says what was expected (also a ``ValueError``).
+        InvalidArgumentError: the filter is malformed, or holds more than
+            :data:`MAX_CONDITIONS` conditions; the message names the field and the operator at
+            fault, or the limit, and says what was expected (also a ``ValueError``).
     """
     parse(filter)
 
@@ -208,9 +224,22 @@ def parse(filter: object) -> tuple[Field, ...]:
             "filter must be a mapping of metadata field names to conditions, "
             f"got {type(filter).__name__}"
         )
-    return tuple(
+    if len(filter) > MAX_CONDITIONS:  # before reading them: the count alone refuses it
+        _too_many(len(filter), "fields")
+    fields = tuple(
         Field(_field_name(name), _parse_condition(name, condition))
         for name, condition in filter.items()
+    )
+    conditions = sum(len(field.tests) for field in fields)
+    if conditions > MAX_CONDITIONS:
+        _too_many(conditions, "conditions")
+    return fields
+
+
+def _too_many(count: int, what: str) -> None:
+    raise InvalidArgumentError(
+        f"filter has {count} {what}, more than the {MAX_CONDITIONS} conditions a filter may "
+        "hold (each plain value and each operator is one)"
     )
 
 

@@ -8,21 +8,26 @@ that a ranking computed in Python agrees with the full-text index:
   (:mod:`~agentrecall.retrieval.porter`: ``seats`` and ``seat`` are one term);
 * a run of Chinese, Japanese or Korean characters becomes its characters and its neighbouring
   pairs (:mod:`~agentrecall.retrieval.cjk`). FTS5 cannot split such runs, so the index reads
-  :func:`index_text` in their place.
+  :func:`index_text` in their place;
+* an emoji or other pictograph is a term on its own, its modifiers dropped
+  (:mod:`~agentrecall.retrieval.pictographs`); FTS5 reads them as separators, so the index
+  reads them in :func:`index_text` too, as private use characters.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Callable, Collection
 
 from agentrecall.retrieval.cjk import CJK_CHARACTERS, CJK_RUN, cjk_terms
+from agentrecall.retrieval.pictographs import FLAG, PICTOGRAPH, PICTOGRAPHS, index_word
 from agentrecall.retrieval.porter import stem
 
-_WORD = re.compile(r"[^\W_]+")
+_WORD_OR_PICTOGRAPH = re.compile(rf"([^\W_]+)|({FLAG}|[{PICTOGRAPHS}])")
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
-"""``_WORD`` over lowercased ASCII text, which it matches the same, a little faster."""
+"""Words (``[^\\W_]+``) in lowercased ASCII text, which holds no pictograph: a little faster."""
 
 STEMS_KEPT = 1 << 17
 """Stems :func:`distinct_terms` and :func:`keyword_terms` keep in a plain ``dict``: a look-up
@@ -87,6 +92,16 @@ def term_counter(terms: Collection[str]) -> Callable[[str], tuple[dict[str, int]
     return count
 
 
+def term_counts(text: str) -> tuple[dict[str, int], int]:
+    """Return how often ``text`` holds each of its terms, and how many terms it has.
+
+    The counts of :func:`keyword_terms`: what a store keeps of a long memory, so that ranking
+    it reads a few counts instead of its whole text.
+    """
+    terms = keyword_terms(text)
+    return dict(Counter(terms)), len(terms)
+
+
 def distinct_terms(text: str) -> tuple[list[str], int]:
     """Return the distinct terms of ``text`` in order of first use, and how many terms it has.
 
@@ -114,14 +129,18 @@ def words(text: str) -> list[tuple[str, str]]:
     """Return ``(word, term)`` for each term of ``text``, in order, with repeats.
 
     ``word`` is what a full-text query asks for to find ``term``: the folded word the index
-    stems (a stem is not always its own stem), or the CJK character or pair itself.
+    stems (a stem is not always its own stem), the CJK character or pair itself, or the
+    :func:`~agentrecall.retrieval.pictographs.index_word` of a pictograph.
     """
     found: list[tuple[str, str]] = []
     for index, part in enumerate(_split(text)):
         if index % 2:
             found.extend((term, term) for term in cjk_terms(part))
         else:
-            found.extend((word, stem(word)) for word in _WORD.findall(fold(part)))
+            found.extend(
+                (word, stem(word)) if word else (index_word(pictograph), pictograph)
+                for word, pictograph in _WORD_OR_PICTOGRAPH.findall(fold(part))
+            )
     return found
 
 
@@ -130,14 +149,19 @@ def index_text(text: str) -> str | None:
 
     FTS5 reads words its own way: it neither widens compatibility characters (``ﬁ``, ``Ｔ``,
     ``²``) nor folds every diacritic :func:`fold` removes (Greek accents, ``й``), and cannot
-    split CJK runs. A text where :func:`fold` changes more than the case, or that holds a CJK
-    run, is therefore given to the index as its words, folded, and its CJK terms, apart, so
-    that the index finds exactly :func:`keyword_terms` (which the ranking reads) and a memory
-    is found by the same words once indexed as while it waits for the index.
+    split CJK runs, and reads pictographs as separators. A text where :func:`fold` changes more
+    than the case, or that holds a CJK run or a pictograph, is therefore given to the index as
+    its words, folded, its CJK terms and its pictographs' words, apart, so that the index finds
+    exactly :func:`keyword_terms` (which the ranking reads) and a memory is found by the same
+    words once indexed as while it waits for the index.
     """
     if text.isascii():
         return None
-    if CJK_RUN.search(text) is None and fold(text) == text.lower():
+    if (
+        CJK_RUN.search(text) is None
+        and PICTOGRAPH.search(text) is None
+        and fold(text) == text.lower()
+    ):
         return None
     return " ".join(word for word, _ in words(text))
 

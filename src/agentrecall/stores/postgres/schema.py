@@ -2,7 +2,9 @@
 
 Every store of one schema (one per ``name``) shares these tables; a store's rows carry its
 number from ``stores``. Migration N brings the schema from version N to N + 1; a released
-migration is never edited. ``{schema}`` in a migration is replaced by the quoted schema name.
+migration is never edited. ``{schema}`` in a migration is replaced by the quoted schema name; a
+migration that needs Python (terms computed as the store computes them) is an async function
+given the connection and the quoted schema name.
 The version is recorded in ``{schema}.migrations``; :func:`migrate` takes a transaction-level
 advisory lock keyed by the schema's name first, so processes starting at once apply each
 migration exactly once and the others wait for it, then find nothing to do.
@@ -40,18 +42,28 @@ The tables:
   which function or operator they call. They are ``SECURITY INVOKER``: a role that runs a
   store needs ``EXECUTE`` on them (PostgreSQL grants it to ``PUBLIC`` by default) and the
   same rights on the tables as the statements they run.
+* Since migration 7 ``terms`` holds emoji and other pictographs too
+  (:mod:`~agentrecall.stores.postgres.pictographs`).
+* ``long_terms (content_hash, term, n)`` (migration 8): the term counts of long contents, by
+  digest (:mod:`~agentrecall.stores.postgres.longterms`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from psycopg import AsyncConnection, errors, sql
 
 from agentrecall._internal.postgres_schema import lock_key
 from agentrecall.errors import StorageError
+from agentrecall.stores.postgres.longterms import long_term_counts
+from agentrecall.stores.postgres.pictographs import pictograph_terms
 
-MIGRATIONS: list[str] = [
+Migration = str | Callable[[AsyncConnection[Any], str], Awaitable[None]]
+"""SQL, or an async function of the connection and the quoted schema name."""
+
+MIGRATIONS: list[Migration] = [
     """
     CREATE TABLE {schema}.stores (
         store integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -443,6 +455,12 @@ MIGRATIONS: list[str] = [
         RETURN held;
     END $$;
     """,
+    # Emoji and other pictographs (``🍣``, ``★``) are terms: the memories holding one get
+    # their terms and length again (stores/postgres/pictographs.py).
+    pictograph_terms,
+    # The term counts of long contents, kept so that ranking a long memory reads a few counts
+    # instead of counting its text at every search (stores/postgres/longterms.py).
+    long_term_counts,
 ]
 
 
@@ -488,9 +506,13 @@ async def migrate(connection: AsyncConnection[Any], schema: str, what: str) -> i
         version = int(row[0]) if row else 0
         check_version(version, schema, what, writable=True)
         for number in range(version, len(MIGRATIONS)):
-            text = MIGRATIONS[number].replace("{schema}", name.as_string(connection))
+            migration = MIGRATIONS[number]
+            quoted = name.as_string(connection)
             try:
-                await connection.execute(text.encode())
+                if isinstance(migration, str):
+                    await connection.execute(migration.replace("{schema}", quoted).encode())
+                else:
+                    await migration(connection, quoted)
             except errors.DuplicateTable as error:
                 # A buffer's table= (BufferMemory(dsn=...) defaults to this schema too), or
                 # another program's table, took one of the store's names.

@@ -5,7 +5,8 @@ each term's exact document frequency, read from ``term_stats`` (a few rows per t
 by the writes' triggers in the same transaction; :mod:`~agentrecall.stores.postgres.schema`):
 rare terms give all their postings, a common one only its newest or none; the memories with
 the highest summed term weights are the candidates, and exact BM25 over their text
-(:func:`agentrecall.retrieval.bm25.rerank`) ranks them. The search's conditions (scope,
+(:func:`agentrecall.retrieval.bm25.rerank`) ranks them, reading a long memory's counts from
+those kept for it (:mod:`~agentrecall.stores.postgres.longterms`). The search's conditions (scope,
 expiry, filter, time bounds) apply inside each term's part, before its newest-postings limit,
 so a small scope in a large store still gets its own candidates. Term statistics (memories,
 average length, frequencies) are the whole store's, over every scope, as in SQLite; where
@@ -29,8 +30,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agentrecall.retrieval.bm25 import rerank
+from agentrecall.retrieval.bm25 import LONG_TEXT, rerank
 from agentrecall.retrieval.plan import CANDIDATES, TermPlan, plan_terms
+from agentrecall.stores.postgres import longterms
 from agentrecall.stores.postgres.rows import tsquery
 from agentrecall.stores.postgres.tables import Connection, Params, Tables
 
@@ -104,13 +106,44 @@ async def keyword(
     cursor = await connection.execute(
         f"WITH {windows}c AS (SELECT seq FROM ({' UNION ALL '.join(statement.members)}) AS p "
         "GROUP BY seq ORDER BY sum(w) DESC, seq DESC LIMIT %s) "
-        f"SELECT m.seq, m.id, m.content, m.metadata::text FROM c JOIN {tables.memories} AS m "
+        # A long content is read only if it is a hit, or has no kept counts: reading 4 MB
+        # took longer than the rest of the search.
+        f"SELECT m.seq, m.id, CASE WHEN octet_length(m.content) > {LONG_TEXT} THEN NULL "
+        f"ELSE m.content END, m.metadata::text FROM c JOIN {tables.memories} AS m "
         "ON m.seq = c.seq",
         [*statement.window_params, *statement.member_params, max(CANDIDATES, limit)],
     )
     rows = await cursor.fetchall()
     weights = {plan.term: plan.weight for plan in plans}
-    return rerank(weights, rows, _text, _seq, stats.length / stats.memories, limit)
+    unread = [row[0] for row in rows if row[2] is None]
+    kept = await longterms.stored(connection, tables, unread, weights)
+    rows = await _with_contents(connection, tables, rows, set(unread) - kept.keys())
+    average = stats.length / stats.memories
+    ranked = rerank(weights, rows, _text, _seq, average, limit, lambda row: kept.get(row[0]))
+    hits = await _with_contents(connection, tables, [row for _, row in ranked], set(unread))
+    read = {row[0]: row for row in hits}
+    return [(score, read[row[0]]) for score, row in ranked if row[0] in read]
+
+
+async def _with_contents(
+    connection: Connection, tables: Tables, rows: list[Any], seqs: set[int]
+) -> list[Any]:
+    """Return ``rows`` with the contents of those of ``seqs`` read, if not read already.
+
+    A memory deleted meanwhile is left out.
+    """
+    wanted = [row[0] for row in rows if row[0] in seqs and row[2] is None]
+    if not wanted:
+        return rows
+    cursor = await connection.execute(
+        f"SELECT seq, content FROM {tables.memories} WHERE seq = ANY(%s)", [wanted]
+    )
+    contents = dict(await cursor.fetchall())
+    return [
+        row if row[2] is not None else (row[0], row[1], contents[row[0]], row[3])
+        for row in rows
+        if row[2] is not None or row[0] in contents
+    ]
 
 
 def _add_part(

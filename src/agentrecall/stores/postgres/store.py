@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import copy
 import functools
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -25,12 +25,21 @@ from agentrecall._internal.together import both
 from agentrecall.embeddings.adapters import store_embedder
 from agentrecall.embeddings.base import Embedder
 from agentrecall.errors import InvalidArgumentError, StorageError
-from agentrecall.retrieval.bm25 import query_terms
+from agentrecall.retrieval.bm25 import LONG_TEXT, query_terms
 from agentrecall.stores import front
 from agentrecall.stores.base import DEFAULT_PAGE, Capability
 from agentrecall.stores.hybrid import Hit, entries, keyword_hit, merged, pool_size, rank
 from agentrecall.stores.modes import SearchSettings
-from agentrecall.stores.postgres import export, imports, reads, reindex, search, vectors, writes
+from agentrecall.stores.postgres import (
+    export,
+    imports,
+    longterms,
+    reads,
+    reindex,
+    search,
+    vectors,
+    writes,
+)
 from agentrecall.stores.postgres.neighbours import with_neighbours
 from agentrecall.stores.postgres.replica import Replica
 from agentrecall.stores.postgres.rows import check_key_size, check_storable
@@ -411,7 +420,8 @@ class PostgresStore(front.StoreFront):
                 check_items(items)
             checked, found = True, await self._prepare([content for content, _ in items])
         new = writes.NewMemories(items, utc_timestamp(), expires_at, checked)
-        if len(items) == 1 and found is None:
+        long = await self._counted([content for content, _ in items])
+        if len(items) == 1 and found is None and not long:
             return [await self._add_alone(new)]
         known = self._shared.scopes
         # COPY, which larger batches use, cannot run in pipeline mode.
@@ -425,6 +435,7 @@ class PostgresStore(front.StoreFront):
             known,
             model=found is not None,
             pipelined=pipelined,
+            long=long,
         )
         return await self._indexed_after(len(items) if found else 0, write)
 
@@ -463,6 +474,7 @@ class PostgresStore(front.StoreFront):
             records,
             found,
             model=found is not None,
+            long=await self._counted(texts),
         )
         return await self._indexed_after(len(records) if found else 0, write)
 
@@ -562,8 +574,9 @@ class PostgresStore(front.StoreFront):
             return None
         found = None if change.content is None else await self._prepare([change.content])
         write = writes.update
+        long = await self._counted([change.content])
         return await self._write(
-            write, self._scope, memory_id, change, found, model=found is not None
+            write, self._scope, memory_id, change, found, model=found is not None, long=long
         )
 
     async def _remove(self, ids: front.Ids | None, reason: str | None) -> int:
@@ -685,12 +698,14 @@ class PostgresStore(front.StoreFront):
         *args: Any,
         model: bool = False,
         pipelined: bool = False,
+        long: longterms.Counted | None = None,
     ) -> T:
         """Run one of :mod:`.writes`' or :mod:`.imports`' transactions.
 
         With ``model`` (the write stores vectors), the store's vectors must be this embedder's
         model, checked in the transaction, which a reindex switching model then waits for.
-        ``pipelined``: see :meth:`_transaction`.
+        ``pipelined``: see :meth:`_transaction`. ``long``: the term counts of the long
+        contents the write may store (:meth:`_counted`), kept in the same transaction.
         """
         tables = await self._ready()
         assert tables is not None, "a writable store's tables exist once it is ready"
@@ -698,9 +713,18 @@ class PostgresStore(front.StoreFront):
         async def run(connection: Connection, tables: Tables) -> T:
             if model and self._vectors is not None:
                 await vectors.check_model(connection, tables, self._vectors, " FOR SHARE")
-            return await work(connection, tables, *args)
+            done = await work(connection, tables, *args)
+            if long:
+                await longterms.write(connection, tables.schema, long)
+            return done
 
         return await self._transaction(run, tables, pipelined=pipelined)
+
+    async def _counted(self, contents: Sequence[object]) -> longterms.Counted:
+        """Return the term counts of the long ones of ``contents``, counted in a thread."""
+        if not any(isinstance(c, str) and len(c) > LONG_TEXT for c in contents):
+            return {}
+        return await asyncio.to_thread(longterms.counted, contents)
 
     async def _indexed_after(self, count: int, write: Callable[[], Awaitable[T]]) -> T:
         """Run ``write``, which stores ``count`` vectors; a large one builds the index after.

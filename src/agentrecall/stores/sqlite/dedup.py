@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agentrecall.stores.contentkeys import content_hash
+from agentrecall.stores.sqlite.longterms import count_inserted
 from agentrecall.stores.sqlite.tables import (
     Times,
     chunk_bounds,
@@ -101,7 +102,9 @@ def add_checked(
     cursor = db.execute(insert, values)
     if cursor.rowcount != 1:
         return None, None
-    return str(row[0]), cursor.lastrowid
+    seq = int(cursor.lastrowid or 0)
+    count_inserted(db, [row], seq - 1)
+    return str(row[0]), seq
 
 
 def add_each(

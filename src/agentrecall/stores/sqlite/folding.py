@@ -11,6 +11,7 @@ found by a word while it waited for the index, and no longer once indexed. From 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 
 from agentrecall._internal.sqlite import Progress
 from agentrecall.retrieval.keywords import index_text
@@ -29,13 +30,22 @@ def folded_index(db: sqlite3.Connection, path: str, progress: Progress | None) -
     the few non-ASCII ones are written.
     """
     del path, progress
+    index_again(db, lambda content: not content.isascii())
+
+
+def index_again(db: sqlite3.Connection, may_change: Callable[[str], bool]) -> None:
+    """Set the index text of every memory whose index text is now another.
+
+    Only the contents for which ``may_change`` is true are read again, as
+    :func:`folded_index` says; the trigger indexes the changed ones again.
+    """
     last = 0
     select = "SELECT seq, content, index_text FROM memories WHERE seq > ? ORDER BY seq LIMIT ?"
     while rows := db.execute(select, (last, CHUNK)).fetchall():
         changed = [
             (new, seq)
             for seq, content, old in rows
-            if not content.isascii() and (new := index_text(content)) != old
+            if may_change(content) and (new := index_text(content)) != old
         ]
         db.executemany("UPDATE memories SET index_text = ? WHERE seq = ?", changed)
         last = rows[-1][0]

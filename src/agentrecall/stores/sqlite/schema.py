@@ -16,13 +16,18 @@ From migration 9 on, a memory may have a vector in ``memory_vectors`` (see
 :mod:`agentrecall.stores.sqlite.vector_sql`), which goes with it when it is deleted or its content
 changes. From migration 10 on, the index stems words and reads CJK runs as pairs
 (:mod:`agentrecall.stores.sqlite.stemming`). From migration 11 on, it reads accented and
-compatibility text by its folded words, as the ranking does (:mod:`.folding`).
+compatibility text by its folded words, as the ranking does (:mod:`.folding`). From migration
+12 on, it reads emoji and other pictographs as words (:mod:`.pictographs`). From migration 13 on,
+``memory_term_counts`` holds the term counts of long memories (:mod:`.longterms`), which
+migrations may compute with ``agentrecall_term_counts(text)``.
 """
 
 from __future__ import annotations
 
 from agentrecall._internal.sqlite import Migration
 from agentrecall.stores.sqlite.folding import folded_index
+from agentrecall.stores.sqlite.longterms import long_term_counts
+from agentrecall.stores.sqlite.pictographs import pictograph_index
 from agentrecall.stores.sqlite.stemming import stemmed_index
 
 COMPONENT = "store"
@@ -315,4 +320,10 @@ MIGRATIONS: list[Migration] = [
     # Accented and compatibility text (``Ελλάδα``, ``ﬁnance``) read by the index as the ranking
     # reads it, so that it is found by the same words once indexed: its index text is set.
     folded_index,
+    # Emoji and other pictographs (``🍣``, ``★``) are terms: the memories holding one are given
+    # index text that holds them as words.
+    pictograph_index,
+    # The term counts of long memories, kept so that ranking one reads a few counts instead of
+    # counting its text at every search (a 4 MB memory took half a second).
+    long_term_counts,
 ]

@@ -4,7 +4,7 @@ Which terms and postings are scored is decided by the pure planner in
 :mod:`agentrecall.stores.sqlite.query` (see ``benchmarks/results/keyword-engines.md`` for the
 measurements behind it); this module runs the plan: one statement that cheaply probes every
 term, the pick of candidates (:mod:`agentrecall.stores.sqlite.candidates`), then an exact BM25
-rerank of the best candidates.
+rerank of the best candidates (a long memory's counts read from those kept for it).
 The few memories not indexed yet (``memories_unindexed``) are read directly, counted in the
 term statistics and all reranked, so a search finds a memory from the moment it is added.
 """
@@ -18,12 +18,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentrecall._internal.sqlite import Database
-from agentrecall.retrieval.bm25 import rerank
+from agentrecall.retrieval.bm25 import LONG_TEXT, Counts, rerank
 from agentrecall.retrieval.keywords import keyword_terms
 from agentrecall.retrieval.plan import CANDIDATES, PROBE_POSTINGS, estimate_df, plan_terms
 from agentrecall.stores.records import hits
 from agentrecall.stores.scopes import Scope
 from agentrecall.stores.sqlite.candidates import Checks, candidates
+from agentrecall.stores.sqlite.longterms import stored_counts
 from agentrecall.stores.sqlite.narrowing import Narrowing
 from agentrecall.stores.sqlite.query import averages, match_expression
 from agentrecall.types import MemoryEntry
@@ -69,14 +70,16 @@ def ranked_search(
     a process that was killed).
     """
 
-    def read(db: sqlite3.Connection) -> tuple[list[Any], dict[str, float], float, int]:
+    def read(
+        db: sqlite3.Connection,
+    ) -> tuple[list[Any], dict[str, float], float, int, dict[int, Counts]]:
         record = db.execute("SELECT block FROM memories_fts_data WHERE id = 1").fetchone()
         total, tokens = averages(record[0] if record else None)
-        waiting, held, waiting_tokens = _unindexed(db, where, params)
+        waiting, held, waiting_tokens = _unindexed(db, where, params, set(terms.values()))
         total += len(waiting)
         tokens += waiting_tokens
         if not total:
-            return [], {}, 0.0, 0
+            return [], {}, 0.0, 0, {}
         df, floors = _frequencies(db, terms, held)
         plans = plan_terms(df, total)
         rows = [row[:4] for row in waiting if row[4]]
@@ -84,12 +87,16 @@ def ranked_search(
             checks = Checks(where, params, filtered, narrowed, max(CANDIDATES, limit), limit)
             rows += candidates(db, plans, floors, scope, checks, total)
         weights = {terms[plan.term]: plan.weight for plan in plans}
-        return rows, weights, tokens / total, len(waiting)
+        long = [row[0] for row in rows if len(row[2]) > LONG_TEXT]
+        return rows, weights, tokens / total, len(waiting), stored_counts(db, long, weights)
 
-    rows, weights, average_length, waiting = database.run(read)
+    rows, weights, average_length, waiting, stored = database.run(read)
     if waiting and tidy:
         database.tidy_soon()
-    return hits(rerank(weights, rows, _text, _seq, average_length, limit))
+    ranked = rerank(
+        weights, rows, _text, _seq, average_length, limit, lambda row: stored.get(row[0])
+    )
+    return hits(ranked)
 
 
 def _text(row: Any) -> str:
@@ -101,16 +108,27 @@ def _seq(row: Any) -> int:
 
 
 def _unindexed(
-    db: sqlite3.Connection, where: str, params: list[object]
+    db: sqlite3.Connection, where: str, params: list[object], wanted: set[str]
 ) -> tuple[list[Any], Counter[str], int]:
-    """Return the memories waiting for the index, how many hold each term, and their terms.
+    """Return the waiting memories, how many hold each ``wanted`` term, and their terms.
 
-    Each row is ``(seq, id, content, metadata, whether where holds)``.
+    The memories are those waiting for the index; each row is ``(seq, id, content,
+    metadata, whether where holds)``. A long memory's counts are read from those kept for
+    it (:mod:`~agentrecall.stores.sqlite.longterms`).
     """
     rows = db.execute(UNINDEXED.format(where=where), params).fetchall()
-    tokenized = [keyword_terms(row[2]) for row in rows]
-    held = Counter(term for terms in tokenized for term in set(terms))
-    return rows, held, sum(map(len, tokenized))
+    long = [row[0] for row in rows if len(row[2]) > LONG_TEXT]
+    stored = stored_counts(db, long, wanted)
+    held: Counter[str] = Counter()
+    tokens = 0
+    for row in rows:
+        kept = stored.get(row[0])
+        if kept is None:
+            terms = keyword_terms(row[2])
+            kept = dict.fromkeys(terms, 1), len(terms)
+        held.update(wanted.intersection(kept[0]))
+        tokens += kept[1]
+    return rows, held, tokens
 
 
 def _frequencies(

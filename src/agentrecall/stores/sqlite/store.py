@@ -33,7 +33,16 @@ from agentrecall.stores.front import (
     check_batch,
 )
 from agentrecall.stores.modes import SearchSettings
-from agentrecall.stores.sqlite import export, imports, reads, reindex, semantic, vector_sql, writes
+from agentrecall.stores.sqlite import (
+    export,
+    imports,
+    longterms,
+    reads,
+    reindex,
+    semantic,
+    vector_sql,
+    writes,
+)
 from agentrecall.stores.sqlite.embedding import Embedding
 from agentrecall.stores.sqlite.narrowing import narrowings
 from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
@@ -179,6 +188,7 @@ class SQLiteStore(StoreFront):
             functions={
                 "agentrecall_content_hash": content_hash,
                 "agentrecall_content_key": content_key,
+                longterms.FUNCTION: longterms.counts_json,
             },
             tidy=index_unindexed,
             readonly=not writable,

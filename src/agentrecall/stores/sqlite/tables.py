@@ -10,6 +10,7 @@ from typing import Any
 from agentrecall._internal.binding import binding
 from agentrecall._internal.switching import short_turns
 from agentrecall.stores.scopes import Scope
+from agentrecall.stores.sqlite.longterms import count_inserted
 from agentrecall.stores.sqlite.merging import merging_held
 from agentrecall.stores.sqlite.rows import EXPIRED, EXPIRED_AT
 from agentrecall.stores.sqlite.tags import tag
@@ -83,9 +84,10 @@ def insert_rows(
     rows are skipped. Up to :data:`DEFERRED_ROWS` new rows are listed in
     ``memories_unindexed`` for :func:`index_unindexed` to index later; a larger batch is fed to
     the full-text index in the same transaction, explicitly rather than by a trigger (three to
-    four times faster).
+    four times faster). The long ones have their term counts kept (:func:`count_inserted`).
     """
     insert = insert_statement(scope, conflict, times)
+    last = last_seq(db)
     if len(rows) <= DEFERRED_ROWS:
         added = []
         for row in rows:
@@ -93,10 +95,11 @@ def insert_rows(
             if cursor.rowcount == 1:
                 added.append((cursor.lastrowid,))
         db.executemany("INSERT INTO memories_unindexed (seq) VALUES (?)", added)
+        count_inserted(db, rows, last)
         return len(added)
-    last = last_seq(db)
     with binding():
         db.executemany(insert, rows)
+    count_inserted(db, rows, last)
     return _index_after(db, last)
 
 
@@ -227,6 +230,7 @@ def insert_pipelined(
             last = last_seq(db)
             with binding():
                 db.executemany(insert, rows)
+            count_inserted(db, rows, last)
             if k + 1 < len(bounds):
                 pending = helper.submit(build, *bounds[k + 1])
             added += _index_after(db, last)
