@@ -64,15 +64,18 @@ def test_reindex_refuses_what_it_cannot_use(
     path = str(tmp_path / "m.db")
     code, _, err = run(capsys, "reindex", "--db", path, "--embedder", HASH)
     assert code == 1 and "no store at" in err
-    for name, message in [
-        ("nonsense", "--embedder must be 'local' or MODULE:CALLABLE"),
-        ("agentrecall.testing:NoSuchThing", "has no 'NoSuchThing'"),
-        ("agentrecall.testing:ScriptedChatModel", "returned no usable embedder"),
-        ("no_such_module_here:Embedder", "No module named 'no_such_module_here'"),
+    for name, status, message in [
+        ("nonsense", 2, "--embedder must be 'local' or MODULE:CALLABLE"),
+        ("agentrecall.testing:NoSuchThing", 2, "has no 'NoSuchThing'"),
+        ("agentrecall.testing:ScriptedChatModel", 1, "returned no usable embedder"),
+        ("no_such_module_here:Embedder", 1, "No module named 'no_such_module_here'"),
     ]:
         code, _, err = run(capsys, "reindex", "--embedder", name)
-        assert code == 1 and message in err, (name, err)
-        assert err.count("\n") == 1
+        # A name that cannot be right is a usage mistake (the usage comes first); a model
+        # that fails to load or to work is a failure.
+        assert code == status and message in err, (name, err)
+        assert err.startswith("usage: ") == (status == 2)
+        assert err.splitlines()[-1].startswith("agentrecall: error: ")
     json_file = tmp_path / "m.json"
     json_file.write_text("[]")
     code, _, err = run(capsys, "reindex", "--path", str(json_file), "--embedder", HASH)
@@ -332,7 +335,7 @@ def test_a_json_target_refuses_embedder_before_reading_anything(
     # An embedder that cannot be made is reported first, as add reports it.
     for command in (["--path", str(target), "import", missing], ["migrate", missing, str(target)]):
         code, _, err = run(capsys, *command, "--embedder", "nonsense")
-        assert code == 1 and "--embedder must be 'local' or MODULE:CALLABLE" in err
+        assert code == 2 and "--embedder must be 'local' or MODULE:CALLABLE" in err
 
 
 def test_a_target_with_vectors_of_another_model_is_refused_as_add_refuses_it(

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from agentrecall import __version__
 from agentrecall.cli import (
     completion,
+    dashes,
     mcp_command,
     reading,
     report,
@@ -82,7 +83,22 @@ def parser() -> argparse.ArgumentParser:
 
 def _dispatch(arguments: list[str]) -> int:
     top = parser()
-    args = top.parse_args(arguments)
+    try:
+        args = top.parse_args(arguments)
+    except report.UsageError as error:
+        hint = dashes.hint(top, arguments)
+        if hint is None:
+            raise
+        raise report.UsageError(f"{error}; {hint}", error.usage) from error
+    try:
+        return _run(top, args)
+    except report.UsageMistake as mistake:
+        # Reported with the usage of the command it was made in, as the parser reports its own.
+        command_parser: argparse.ArgumentParser = getattr(args, "parser", top)
+        command_parser.error(str(mistake))
+
+
+def _run(top: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     chosen = [f"--{option}" for option in STORE_OPTIONS if hasattr(args, option)]
     inside = [_flag(option) for option in POSTGRES_OPTIONS if hasattr(args, option)]
     if hasattr(args, "storeless"):

@@ -99,9 +99,14 @@ def _search_parser(commands: Any, parents: Parents) -> None:
         parents.store,
         help="recall memories for a query, best first",
         example='agentrecall search "which seat does the user like" -n 5\n'
-        "agentrecall search seats --mode hybrid --min-score 0.2 --after 2025-01-01",
+        "agentrecall search seats --mode hybrid --min-score 0.2 --after 2025-01-01\n"
+        "agentrecall search -- -dark   # a query starting with -, after --",
     )
-    search.add_argument("query", type=values.utf8)
+    search.add_argument(
+        "query",
+        type=values.utf8,
+        help="what to recall (- reads standard input; a query starting with - goes after --)",
+    )
     search.add_argument("-n", type=values.count, default=None, help="at most N hits (default 10)")
     search.add_argument(
         "--mode",
@@ -126,7 +131,8 @@ def _search_parser(commands: Any, parents: Parents) -> None:
 
 def _search(memory: SyncStore, args: argparse.Namespace) -> int:
     options = None if args.mode is None else {"mode": args.mode}
-    hits = memory.search(args.query, options, max_search_results=args.n, **bounds(args))
+    query = values.content(args.query, None, "query") or ""
+    hits = memory.search(query, options, max_search_results=args.n, **bounds(args))
     rows = []
     for hit in hits:
         metadata = dict(hit.metadata or {})

@@ -58,6 +58,14 @@ class UsageError(Exception):
         self.usage = usage
 
 
+class UsageMistake(Exception):
+    """A usage mistake seen once the command line is parsed; exit status 2, as a parse error.
+
+    A pair of options that do not go together, or a value no parser could check (a path the
+    store refuses); the message names the option.
+    """
+
+
 class OutputError(Exception):
     """Standard output refused a write (a full disk, a closed terminal), other than EPIPE."""
 
@@ -89,8 +97,8 @@ def run(body: Callable[[], int], *, as_json: bool) -> int:
     except KeyboardInterrupt as interrupt:
         detail = f": {interrupt}" if str(interrupt) else ""
         return fail(f"interrupted{detail}", INTERRUPTED, as_json=as_json)
-    except UsageError as error:
-        if not as_json:
+    except (UsageError, UsageMistake) as error:
+        if isinstance(error, UsageError) and not as_json:
             _write_stderr(error.usage)
         return fail(str(error), USAGE, as_json=as_json)
     except OutputError as error:
