@@ -141,7 +141,12 @@ def reading_stdin() -> None:
 
 
 def emit(text: str) -> None:
-    """Write ``text`` and a newline on stdout, all of it, or raise.
+    """Write ``text`` and a newline on stdout, all of it, or raise (see :func:`write`)."""
+    write(text + "\n")
+
+
+def write(text: str) -> None:
+    """Write ``text`` on stdout, all of it, or raise.
 
     On POSIX the bytes go to stdout's descriptor through :class:`WholeWriter`. Python's own
     stdout, unbuffered (``PYTHONUNBUFFERED=1``, as many containers set it), ignores a short
@@ -152,13 +157,12 @@ def emit(text: str) -> None:
         BrokenPipeError: the reader went away (handled by :func:`run`).
         OutputError: stdout refused the write for another reason.
     """
-    line = text + "\n"
     try:
         out = standard_output()
         if out is None:
-            sys.stdout.write(line)
+            sys.stdout.write(text)
         else:
-            out.write(line.encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict"))
+            out.write(text.encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict"))
     except BrokenPipeError:
         raise
     except OSError as error:

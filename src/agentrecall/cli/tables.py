@@ -48,18 +48,45 @@ def rows(table: Sequence[Sequence[str]], *, fit: int | None) -> list[str]:
     """
     if not table:
         return []
-    table = [[one_line(cell) for cell in row] for row in table]  # ids and reasons are data too
-    count = len(table[0])
-    shown = [i for i in range(count) if any(row[i] for row in table)]
-    widths = {i: max(len(row[i]) for row in table) for i in shown[:-1]}
-    lead = sum(widths.values()) + len(GAP) * len(widths)
-    room = None if fit is None else fit - lead
-    lines = []
+    layout = Layout(len(table[0]))
     for row in table:
-        cells = [row[i].ljust(widths[i]) for i in shown[:-1]]
-        cells.append(shorten(row[shown[-1]], room))
-        lines.append(GAP.join(cells))
-    return lines
+        layout.measure(row)
+    return layout.lines(table, fit=fit)
+
+
+class Layout:
+    """The columns of a table too large to hold: measured a row at a time, then shown.
+
+    Measure every row, then pass the rows again (a page at a time) to :meth:`lines`: the lines
+    are those :func:`rows` gives for the whole table, with only the widths held in between.
+    """
+
+    def __init__(self, columns: int) -> None:
+        """A layout of ``columns`` columns, measured over no row yet."""
+        self._widths = [0] * columns
+
+    def measure(self, row: Sequence[str]) -> None:
+        """Widen the columns to fit ``row``."""
+        for i, cell in enumerate(row):
+            self._widths[i] = max(self._widths[i], len(one_line(cell)))
+
+    def lines(self, table: Sequence[Sequence[str]], *, fit: int | None) -> list[str]:
+        """Return measured rows as lines: columns aligned, the last cut to ``fit`` characters.
+
+        Columns blank in every row measured are left out.
+        """
+        shown = [i for i, width in enumerate(self._widths) if width]
+        if not shown:
+            return ["" for _ in table]
+        *padded, last = shown
+        lead = sum(self._widths[i] for i in padded) + len(GAP) * len(padded)
+        room = None if fit is None else fit - lead
+        lines = []
+        for row in table:
+            cells = [one_line(row[i]).ljust(self._widths[i]) for i in padded]
+            cells.append(shorten(row[last], room))
+            lines.append(GAP.join(cells))
+        return lines
 
 
 def block(fields: Sequence[tuple[str, str]], *, fit: int | None) -> list[str]:

@@ -12,8 +12,9 @@ from typing import Any
 
 from agentrecall._internal.text import plural
 from agentrecall.cli import embedding, opening, report, values
+from agentrecall.cli.fields import record_json
 from agentrecall.cli.options import Parents, command, emit, scope_of, wants_json
-from agentrecall.cli.reading import not_found, record_json
+from agentrecall.cli.reading import not_found
 from agentrecall.stores.base import Capability
 from agentrecall.sync import SyncStore
 from agentrecall.types import JsonObject
