@@ -11,7 +11,7 @@ import dataclasses
 import json
 from typing import Any
 
-from agentrecall.cli import listing, report, tables, values
+from agentrecall.cli import listing, report, tables, values, vectors
 from agentrecall.cli.fields import add_bounds, bounds, record_json
 from agentrecall.cli.options import Parents, command, emit, wants_json
 from agentrecall.stores.base import Capability
@@ -110,6 +110,8 @@ def _search(memory: SyncStore, args: argparse.Namespace) -> int:
         room = None if fit is None else fit - len(lead) - len(tail)
         lines.append(lead + tables.shorten(row["content"], room) + tail)
     emit(args, rows, "\n".join(lines) if lines else "no memories match")
+    if args.mode in ("semantic", "hybrid"):  # by meaning: only memories with a vector
+        vectors.note_missing(memory, args)
     return report.OK
 
 
