@@ -12,14 +12,15 @@ import pytest
 from test_cli import Cli
 
 from agentrecall import SQLiteStore, SyncStore
-from agentrecall.cli import listing
+from agentrecall.cli import listing, tables
+from agentrecall.cli.fields import scope_label
 from agentrecall.cli.main import main
 from agentrecall.types import MemoryRecord
 
 SCOPES: list[dict[str, str]] = [
     {},
-    {"user_id": "ana"},
-    {"user_id": "bo", "session_id": "s1"},
+    {"user_id": "ana\tbel"},
+    {"user_id": "bo", "session_id": "s1\x1b[2J"},
     {"agent_id": "a-rather-long-agent-name", "user_id": "ana", "session_id": "s22"},
 ]
 """Scopes of different widths, so that the scope column's width is set by rows far apart."""
@@ -42,7 +43,10 @@ def fill(path: Path, count: int) -> None:
         sizes = [rest // 3 + (k < rest % 3) for k in range(3)] + [count // 2]
         for i, (scope, wanted) in enumerate(zip(SCOPES, sizes, strict=True)):
             view = store.scope(**scope) if scope else store
-            items = [(f"memory {i}-{n} " + "word " * (n % 7), {"n": n % 5}) for n in range(wanted)]
+            # Line breaks, NULs and escapes are shown escaped, in their cell's width.
+            items = [
+                (f"memory {i}-{n}\n\x00 " + "word " * (n % 7), {"n": n % 5}) for n in range(wanted)
+            ]
             view.add_many(items)
 
 
@@ -60,6 +64,11 @@ def every(path: Path, **bounds: Any) -> list[MemoryRecord]:
         return records
 
 
+def shown(text: str) -> str:
+    """``text`` as the table shows it: escapes for what a terminal would act on."""
+    return text.replace("\n", "\\n").replace("\x00", "\\x00").replace("\x1b", "\\x1b")
+
+
 def expected_table(records: list[MemoryRecord]) -> str:
     """The table of ``records`` as one read of the whole store shows it, piped (no cut)."""
     rows = []
@@ -73,7 +82,7 @@ def expected_table(records: list[MemoryRecord]) -> str:
             )
             if value is not None
         )
-        rows.append([r.created_at, r.id, scope, r.content])
+        rows.append([r.created_at, r.id, shown(scope), shown(r.content)])
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     return "".join(
         "  ".join(row[i].ljust(widths[i]) for i in range(3)) + "  " + row[3] + "\n" for row in rows
@@ -141,6 +150,16 @@ def test_a_filtered_list_is_one_read_s_output(
     filtered = ("list", "--all", "--filter", '{"n": 3}')
     assert cli.ok("--json", *filtered) == expected_json(shown)
     assert cli.ok(*filtered) == expected_table(shown)
+
+
+def test_a_list_cut_to_the_terminal_is_one_read_s_output(
+    store_file: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(listing, "PAGE", 250)
+    monkeypatch.setenv("COLUMNS", "90")
+    table = [[r.created_at, r.id, scope_label(r), r.content] for r in every(store_file)[::-1]]
+    cli = Cli(capsys, ("--db", str(store_file)))
+    assert cli.ok("list", "--all") == "\n".join(tables.rows(table, fit=90)) + "\n"
 
 
 def test_an_empty_list_in_json_is_an_empty_array(tmp_path: Path, capsys: Any) -> None:

@@ -5,15 +5,16 @@ A page of ``list`` is the slice of the store's oldest-first order that the optio
 ``list --all`` of a million memories holds one page, never the store. ``--json`` writes the
 very text one JSON array of every memory would be, an element at a time. The table aligns its
 columns over every row, so it reads the slice twice: once to measure the columns, once to write
-the rows. Each read is a call of its own, not one transaction: a memory added or deleted by
-another process meanwhile may shift a page, as it may between two runs of ``list``.
+the rows. Each page is a read of its own, not one transaction: a memory added or deleted by
+another process meanwhile may shift a page (or a column, in the table), as it may between two
+runs of ``list``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from agentrecall._internal.text import escape_surrogates, plural
@@ -26,8 +27,9 @@ from agentrecall.types import MemoryRecord
 DEFAULT_LIMIT = 20
 """Memories ``list`` shows without ``--limit`` or ``--all``."""
 
-PAGE = 1_000
-"""Memories read per ``list`` call of the store."""
+PAGE = 5_000
+"""Memories read per ``list`` call of the store (as ``stats`` reads them): few enough to hold,
+many enough that each call's OFFSET, which the store skips row by row, is paid seldom."""
 
 COLUMNS = 4
 """The table's columns: created, id, scope, content."""
@@ -130,8 +132,13 @@ def _json(records: Iterator[list[MemoryRecord]]) -> int:
     return count
 
 
-def _table(records: Any) -> int:
-    """Write the memories as aligned rows; return how many. ``records()`` yields the pages."""
+def _table(records: Callable[[], Iterator[list[MemoryRecord]]]) -> int:
+    """Write the memories as aligned rows; return how many. ``records()`` yields the pages.
+
+    The columns' widths are known only once every row is seen, so the pages are read twice:
+    once to measure, once to write. Holding the rows instead, even in a temporary file, would
+    hold the store (a ``/tmp`` in memory, as tmpfs, is common).
+    """
     layout = tables.Layout(COLUMNS)
     for page in records():
         for record in page:
@@ -145,7 +152,9 @@ def _table(records: Any) -> int:
 
 
 def _row(record: MemoryRecord) -> list[str]:
-    return [record.created_at, record.id, scope_label(record), record.content]
+    """The cells of ``record``'s row, each on one line."""
+    cells = (record.created_at, record.id, scope_label(record), record.content)
+    return [report.one_line(cell) for cell in cells]
 
 
 def _nothing(total: int, args: argparse.Namespace, bounds: dict[str, Any]) -> str:

@@ -48,17 +48,19 @@ def rows(table: Sequence[Sequence[str]], *, fit: int | None) -> list[str]:
     """
     if not table:
         return []
-    layout = Layout(len(table[0]))
-    for row in table:
+    shown = [[one_line(cell) for cell in row] for row in table]  # ids and reasons are data too
+    layout = Layout(len(shown[0]))
+    for row in shown:
         layout.measure(row)
-    return layout.lines(table, fit=fit)
+    return layout.lines(shown, fit=fit)
 
 
 class Layout:
     """The columns of a table too large to hold: measured a row at a time, then shown.
 
-    Measure every row, then pass the rows again (a page at a time) to :meth:`lines`: the lines
-    are those :func:`rows` gives for the whole table, with only the widths held in between.
+    Rows are given with every cell already on one line (:func:`one_line`). Measure every row,
+    then pass the rows again, in any number of parts, to :meth:`lines`: together the lines are
+    those :func:`rows` gives for the whole table, with only the widths held in between.
     """
 
     def __init__(self, columns: int) -> None:
@@ -67,8 +69,8 @@ class Layout:
 
     def measure(self, row: Sequence[str]) -> None:
         """Widen the columns to fit ``row``."""
-        for i, cell in enumerate(row):
-            self._widths[i] = max(self._widths[i], len(one_line(cell)))
+        pairs = zip(self._widths, row, strict=True)
+        self._widths = [max(width, len(cell)) for width, cell in pairs]
 
     def lines(self, table: Sequence[Sequence[str]], *, fit: int | None) -> list[str]:
         """Return measured rows as lines: columns aligned, the last cut to ``fit`` characters.
@@ -83,7 +85,7 @@ class Layout:
         room = None if fit is None else fit - lead
         lines = []
         for row in table:
-            cells = [one_line(row[i]).ljust(self._widths[i]) for i in padded]
+            cells = [row[i].ljust(self._widths[i]) for i in padded]
             cells.append(shorten(row[last], room))
             lines.append(GAP.join(cells))
         return lines
