@@ -60,7 +60,7 @@ def open_store(
         writable = writable and not getattr(args, "reads_only", False)
         return open_postgres(args, default=default, embedder=embedder, writable=writable)
     creates = bool(getattr(args, "creates", False))
-    for option, (opener, kind) in _FILE_OPENERS.items():
+    for option, (opener, kind, example) in _FILE_OPENERS.items():
         if hasattr(args, option):
             given = getattr(args, option)
             try:
@@ -71,7 +71,7 @@ def open_store(
             if os.path.isdir(path):
                 raise StorageError(
                     f"--{option} '{path}' is a directory; name {kind} instead, such as "
-                    f"'{os.path.join(path, 'memory' + _EXTENSIONS[option])}'"
+                    f"'{os.path.join(path, example)}'"
                 )
             size = creatable(path) if creates else existing(path)
             if isinstance(store, SQLiteStore):
@@ -157,14 +157,12 @@ def _sqlite_file(
 
 
 _FILE_OPENERS = {
-    "path": (_json_file, "the JSON store file"),
-    "db": (_sqlite_file, "the SQLite store file"),
+    "path": (_json_file, "the JSON store file", "memory.json"),
+    "db": (_sqlite_file, "the SQLite store file", "memory.db"),
 }
-"""The options that name a store by its file, how each opens it and what the file is; a store
-that is not a file (a database server's URL) is chosen before these, by its own option."""
-
-_EXTENSIONS = {"path": ".json", "db": ".db"}
-"""The extension of the file a message suggests naming, by option."""
+"""The options that name a store by its file: how each opens it, what the file is, and a file
+name a message may suggest. A store that is not a file (a database server's URL) is chosen
+before these, by its own option."""
 
 
 def _open_named(

@@ -34,8 +34,8 @@ exit status:
   {OK}    done
   {FAILED}    failed: no store or memory there (delete: an id not found, the others
        are deleted), a file that cannot be used, an option the store cannot serve
-  {USAGE}    usage: an unknown command or option, a missing or bad value (clear without
-       --yes when standard input is not a terminal)
+  {USAGE}    usage: an unknown command or option, a missing or bad value, options that do
+       not go together (clear without --yes when standard input is not a terminal)
   {INTERRUPTED}  interrupted (Ctrl-C)
   {BROKEN_PIPE}  standard output was closed before everything was written (| head)
 
