@@ -140,12 +140,12 @@ def test_search_dash_reads_the_query_from_stdin(cli: Cli, monkeypatch: pytest.Mo
     assert [hit["id"] for hit in hits] == [memory_id]
 
 
-@pytest.mark.parametrize("data", [b"", b"  \n\t\n"])
+@pytest.mark.parametrize(("data", "said"), [(b"", "is empty"), (b"  \n\t\n", "holds only blanks")])
 def test_blank_standard_input_is_refused_naming_it(
-    cli: Cli, home: Path, monkeypatch: pytest.MonkeyPatch, data: bytes
+    cli: Cli, home: Path, monkeypatch: pytest.MonkeyPatch, data: bytes, said: str
 ) -> None:
     stdin_holds(monkeypatch, data)
     err = cli.fail("add", "-")
-    assert err.startswith("agentrecall: error: standard input holds no text")
+    assert err == f"agentrecall: error: standard input {said}\n"
     assert_one_error_line(err)
     assert not home.exists()

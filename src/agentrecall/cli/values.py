@@ -195,24 +195,11 @@ def pairs(items: Sequence[tuple[str, Any]], base: JsonObject | None) -> JsonObje
     return metadata
 
 
-def text_argument(what: str) -> Callable[[str], str]:
-    """The type of a positional text: UTF-8 and not blank (``-`` reads standard input).
-
-    ``what`` names the text in the message, such as ``"memory's text"``.
-    """
-
-    def parse(value: str) -> str:
-        if not value.strip():
-            raise argparse.ArgumentTypeError(
-                f"expected the {what}, got {'an empty' if not value else 'a blank'} string"
-            )
-        return utf8(value)
-
-    return parse
-
-
 def not_blank(what: str) -> Callable[[str], str]:
-    """The type of an option naming something (a store, a file): any text but a blank one."""
+    """The type of an option naming something (a store, a file): any text but a blank one.
+
+    ``what`` is what the option expects, for the message, such as ``"a store name"``.
+    """
 
     def parse(value: str) -> str:
         if not value.strip():
@@ -222,6 +209,15 @@ def not_blank(what: str) -> Callable[[str], str]:
         return value
 
     return parse
+
+
+def text_argument(what: str) -> Callable[[str], str]:
+    """The type of a positional text: UTF-8 and not blank (``-`` reads standard input).
+
+    ``what`` names the text in the message, such as ``"memory's text"``.
+    """
+    blank = not_blank(f"the {what}")
+    return lambda value: utf8(blank(value))
 
 
 def content(text: str | None, file: str | None, what: str = "content") -> str | None:
@@ -256,7 +252,7 @@ def _decoded(data: bytes, where: str) -> str:
     except UnicodeDecodeError as error:
         raise ValueError(f"{where} is not UTF-8 text (byte {error.start})") from error
     if not text.strip():
-        raise ValueError(f"{where} holds no text, only {'blanks' if text else 'nothing'}")
+        raise ValueError(f"{where} is empty" if not text else f"{where} holds only blanks")
     for ending in ("\r\n", "\n"):
         if text.endswith(ending):
             return text[: -len(ending)]
