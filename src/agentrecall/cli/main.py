@@ -5,12 +5,15 @@ database, with ``--pg-name`` and ``--pg-schema`` choosing the ``PostgresStore`` 
 store is ``SQLiteStore(name=NAME)`` (``--store NAME``, default ``memory``), the file
 ``$AGENTRECALL_HOME/memory/NAME.db``. Options go before or after the command. The commands
 live in modules of their own, each adding its parsers with ``register``:
-:mod:`~agentrecall.cli.reading`, :mod:`~agentrecall.cli.writing`,
+:mod:`~agentrecall.cli.reading` (with :mod:`~agentrecall.cli.listing`),
+:mod:`~agentrecall.cli.writing`,
 :mod:`~agentrecall.cli.stats`, :mod:`~agentrecall.cli.upkeep`,
 :mod:`~agentrecall.cli.mcp_command` and :mod:`~agentrecall.cli.completion`. Which store is
 opened is :mod:`agentrecall.cli.opening`, how a store command runs
 :mod:`agentrecall.cli.running`, and how the command ends (its output, errors and exit
-status) :mod:`agentrecall.cli.report`.
+status) :mod:`agentrecall.cli.report`. A usage mistake is exit status 2 whether the parser or
+a command finds it (:class:`~agentrecall.cli.report.UsageMistake`); a text that starts with
+``-`` gets the hint to put it after ``--`` (:mod:`agentrecall.cli.dashes`).
 """
 
 from __future__ import annotations
