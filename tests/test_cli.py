@@ -275,17 +275,16 @@ def test_add_content_is_stored_unstripped(target: Target) -> None:
 
 
 @pytest.mark.parametrize("text", ["", "   ", "\n\t"])
-def test_add_blank_text_is_refused(target: Target, text: str) -> None:
-    err = target.cli.fail("add", text)
-    assert "content" in err
+def test_add_blank_text_is_a_usage_error(target: Target, text: str) -> None:
+    err = target.cli.usage_error("add", text)
+    assert "argument text: expected the memory's text" in err
     assert not target.file.exists()
 
 
 @pytest.mark.parametrize("pair", ["novalue", "=value", ""])
-def test_add_bad_meta_is_refused(target: Target, pair: str) -> None:
-    err = target.cli.fail("add", "x", "--meta", pair)
-    assert "--meta" in err
-    assert "KEY=VALUE" in err
+def test_add_bad_meta_is_a_usage_error(target: Target, pair: str) -> None:
+    err = target.cli.usage_error("add", "x", "--meta", pair)
+    assert f"argument --meta: expected KEY=VALUE such as topic=travel, got {pair!r}" in err
     assert not target.file.exists()
 
 
@@ -604,9 +603,9 @@ def test_store_names_that_look_alike_once_made_file_safe_keep_apart(
 
 
 @pytest.mark.parametrize("name", ["", "   "])
-def test_blank_store_name_is_refused(cli: Cli, home: Path, name: str) -> None:
-    err = cli.fail("--store", name, "add", "x")
-    assert "name" in err
+def test_blank_store_name_is_a_usage_error_naming_store(cli: Cli, home: Path, name: str) -> None:
+    err = cli.usage_error("--store", name, "add", "x")
+    assert "argument --store: expected a store name" in err
     assert not home.exists()
 
 
@@ -810,9 +809,9 @@ def test_store_below_a_regular_file_cannot_be_written(
 
 
 @pytest.mark.parametrize("path", ["", "   ", "dir/", "."])
-def test_path_that_names_no_file(cli: Cli, path: str) -> None:
-    err = cli.fail("--path", path, "list")
-    assert "path" in err
+def test_path_that_names_no_file_is_a_usage_error(cli: Cli, path: str) -> None:
+    err = cli.usage_error("--path", path, "list")
+    assert "--path" in err
 
 
 def test_a_store_file_that_cannot_be_looked_at_is_an_error_not_an_empty_store(
@@ -866,8 +865,10 @@ def test_a_limit_too_large_for_any_store_is_a_usage_error(cli: Cli) -> None:
 
 
 def test_metadata_nested_too_deeply_is_one_error_line(cli: Cli) -> None:
-    err = cli.fail("add", "x", "--meta", "k=" + "[" * 100_000)
-    assert err == "agentrecall: error: --meta k: the JSON value is nested too deeply\n"
+    err = cli.usage_error("add", "x", "--meta", "k=" + "[" * 100_000)
+    assert err.endswith(
+        "agentrecall: error: argument --meta: k: the JSON value is nested too deeply\n"
+    )
 
 
 @pytest.mark.parametrize("debug", ["", "1"])
@@ -925,7 +926,7 @@ def error_cases(tmp_path: Path) -> dict[str, tuple[list[str], int, str]]:
         "no store": (["--db", str(tmp_path / "no.db"), "list"], 1, "no store at"),
         "no memory": (["delete", "nope"], 1, "no memory with id 'nope'"),
         "corrupt": (["--path", str(bad), "list"], 1, "memory file"),
-        "bad meta": (["add", "x", "--meta", "novalue"], 1, "--meta expects KEY=VALUE"),
+        "bad meta": (["add", "x", "--meta", "novalue"], 2, "argument --meta: expected KEY=VALUE"),
         "eval": (["eval", "locomo", str(bad)], 1, "cannot read LoCoMo file"),
         "migrate": (["migrate", str(tmp_path / "no.db"), str(tmp_path / "b.db")], 1, "no store"),
     }

@@ -245,15 +245,17 @@ def test_bad_store_options(postgres_dsn: str, capsys: pytest.CaptureFixture[str]
     assert "--pg-name: needs --dsn" in usage("--pg-name", "team", "list")
     assert "--pg-schema: needs --dsn" in usage("--db", "a.db", "list", "--pg-schema", "s")
     assert "not used by 'migrate'" in usage("--dsn", postgres_dsn, "migrate", "a.db", "b.db")
-    err = fail(capsys, "--dsn", "host=h password=hunter2 oops", "list")
-    assert err.startswith("agentrecall: error: --dsn is not a valid") and "hunter2" not in err
-    assert "--pg-name must be a non-blank" in fail(
-        capsys, "--dsn", postgres_dsn, "--pg-name", " ", "list"
+    err = usage("--dsn", "host=h password=hunter2 oops", "list")
+    assert "agentrecall: error: --dsn is not a valid" in err and "hunter2" not in err
+    assert "argument --pg-name: expected a store name, got a blank string" in usage(
+        "--dsn", postgres_dsn, "--pg-name", " ", "list"
     )
-    assert "--pg-schema must be a non-blank" in fail(
-        capsys, "--dsn", postgres_dsn, "--pg-schema", "", "list"
+    assert "argument --pg-schema: expected a schema name, got an empty string" in usage(
+        "--dsn", postgres_dsn, "--pg-schema", "", "list"
     )
-    assert "--dsn must be a PostgreSQL connection string" in fail(capsys, "--dsn", "", "list")
+    assert "argument --dsn: expected a PostgreSQL connection string, got an empty" in usage(
+        "--dsn", "", "list"
+    )
 
 
 @pytest.mark.asyncio

@@ -180,7 +180,7 @@ async def test_evaluate_takes_any_store_factory(locomo_file: Path) -> None:
 def test_eval_options_that_need_an_sqlite_store(
     locomo_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["eval", "locomo", str(locomo_file), "--store", "json", "--mode", "hybrid"]) == 1
+    assert main(["eval", "locomo", str(locomo_file), "--store", "json", "--mode", "hybrid"]) == 2
     assert "--mode and --neighbours need --store sqlite" in capsys.readouterr().err
     assert main(["eval", "locomo", str(locomo_file), "--mode", "fuzzy"]) == 2
 

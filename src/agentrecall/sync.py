@@ -18,6 +18,7 @@ from agentrecall._internal.lifetime import Lifetime
 from agentrecall._internal.loop import LoopRunner
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.stores.base import DEFAULT_PAGE, Capability, MemoryStore
+from agentrecall.stores.coverage import VectorCoverage
 from agentrecall.types import AddResult, JsonObject, MemoryEntry, MemoryRecord, MemoryVersion
 
 if TYPE_CHECKING:
@@ -155,6 +156,11 @@ class SyncStore:
     ) -> int:
         """Compute the vectors the store lacks; needs ``Capability.SEMANTIC`` (an embedder)."""
         result: int = self._call("reindex", Capability.SEMANTIC, progress=progress, batch=batch)
+        return result
+
+    def vector_coverage(self) -> VectorCoverage:
+        """Return how many memories have a vector (an SQLite or PostgreSQL store's method)."""
+        result: VectorCoverage = self._call("vector_coverage", None)
         return result
 
     def get(self, memory_id: str) -> MemoryRecord | None:

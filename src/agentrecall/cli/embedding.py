@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 
+from agentrecall.cli.report import UsageMistake
 from agentrecall.embeddings.adapters import embedder_from
 from agentrecall.embeddings.base import Embedder
 from agentrecall.errors import InvalidArgumentError
@@ -40,15 +41,16 @@ def embedder_named(name: str) -> Embedder:
     Raises:
         ImportError: the module, or the local model's extra, is not installed (the message
             names ``--embedder``).
-        InvalidArgumentError: ``name`` is neither ``local`` nor ``MODULE:CALLABLE``, the
-            callable is missing, it fails, or it does not return an embedder.
+        UsageMistake: ``name`` is neither ``local`` nor ``MODULE:CALLABLE``, or the callable
+            is missing.
+        InvalidArgumentError: the callable fails, or it does not return an embedder.
     """
     if name == LOCAL:
         module_name, attribute = "agentrecall.embeddings", "LocalEmbedder"
     else:
         module_name, colon, attribute = name.partition(":")
         if not colon or not module_name or not attribute:
-            raise InvalidArgumentError(
+            raise UsageMistake(
                 f"--embedder must be '{LOCAL}' or MODULE:CALLABLE such as "
                 f"agentrecall.testing:HashEmbedder, got {name!r}"
             )
@@ -67,7 +69,7 @@ def embedder_named(name: str) -> Embedder:
                 "the local embedding model is not part of this agentrecall: install "
                 "'agentrecall[embeddings]', or name another with --embedder MODULE:CALLABLE"
             )
-        raise InvalidArgumentError(f"--embedder: module '{module_name}' has no '{attribute}'")
+        raise UsageMistake(f"--embedder: module '{module_name}' has no '{attribute}'")
     try:
         made = factory()
     except Exception as error:  # the user's own code: its failure is theirs to read, not ours

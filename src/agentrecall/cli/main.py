@@ -5,12 +5,15 @@ database, with ``--pg-name`` and ``--pg-schema`` choosing the ``PostgresStore`` 
 store is ``SQLiteStore(name=NAME)`` (``--store NAME``, default ``memory``), the file
 ``$AGENTRECALL_HOME/memory/NAME.db``. Options go before or after the command. The commands
 live in modules of their own, each adding its parsers with ``register``:
-:mod:`~agentrecall.cli.reading`, :mod:`~agentrecall.cli.writing`,
+:mod:`~agentrecall.cli.reading` (with :mod:`~agentrecall.cli.listing`),
+:mod:`~agentrecall.cli.writing`,
 :mod:`~agentrecall.cli.stats`, :mod:`~agentrecall.cli.upkeep`,
 :mod:`~agentrecall.cli.mcp_command` and :mod:`~agentrecall.cli.completion`. Which store is
 opened is :mod:`agentrecall.cli.opening`, how a store command runs
 :mod:`agentrecall.cli.running`, and how the command ends (its output, errors and exit
-status) :mod:`agentrecall.cli.report`.
+status) :mod:`agentrecall.cli.report`. A usage mistake is exit status 2 whether the parser or
+a command finds it (:class:`~agentrecall.cli.report.UsageMistake`); a text that starts with
+``-`` gets the hint to put it after ``--`` (:mod:`agentrecall.cli.dashes`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from collections.abc import Callable, Sequence
 from agentrecall import __version__
 from agentrecall.cli import (
     completion,
+    dashes,
     mcp_command,
     reading,
     report,
@@ -82,7 +86,22 @@ def parser() -> argparse.ArgumentParser:
 
 def _dispatch(arguments: list[str]) -> int:
     top = parser()
-    args = top.parse_args(arguments)
+    try:
+        args = top.parse_args(arguments)
+    except report.UsageError as error:
+        hint = dashes.hint(top, arguments)
+        if hint is None:
+            raise
+        raise report.UsageError(f"{error}; {hint}", error.usage) from error
+    try:
+        return _run(top, args)
+    except report.UsageMistake as mistake:
+        # Reported with the usage of the command it was made in, as the parser reports its own.
+        command_parser: argparse.ArgumentParser = getattr(args, "parser", top)
+        command_parser.error(str(mistake))
+
+
+def _run(top: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     chosen = [f"--{option}" for option in STORE_OPTIONS if hasattr(args, option)]
     inside = [_flag(option) for option in POSTGRES_OPTIONS if hasattr(args, option)]
     if hasattr(args, "storeless"):

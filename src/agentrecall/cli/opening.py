@@ -17,7 +17,7 @@ import os
 from typing import TYPE_CHECKING
 
 from agentrecall.cli.options import DEFAULT_SCHEMA, SCOPE_OPTIONS
-from agentrecall.cli.report import note
+from agentrecall.cli.report import UsageMistake, note
 from agentrecall.embeddings.base import Embedder
 from agentrecall.errors import InvalidArgumentError, StorageError
 from agentrecall.stores.base import Capability, MemoryStore
@@ -50,9 +50,9 @@ def open_store(
     exist yet as empty.
 
     Raises:
-        StorageError: a file that must exist is missing, a directory is missing, or a path
-            cannot be looked at.
-        InvalidArgumentError: an option's value is unusable (a blank name or path).
+        StorageError: a file that must exist is missing, a directory is missing, a path
+            cannot be looked at, or ``--path`` or ``--db`` names a directory.
+        UsageMistake: an option's value is unusable (a path that names no file), naming it.
     """
     if hasattr(args, "dsn"):
         # A command that only reads (``args.reads_only``) never sets tables up on the server:
@@ -60,10 +60,19 @@ def open_store(
         writable = writable and not getattr(args, "reads_only", False)
         return open_postgres(args, default=default, embedder=embedder, writable=writable)
     creates = bool(getattr(args, "creates", False))
-    for option, opener in _FILE_OPENERS.items():
+    for option, (opener, kind, example) in _FILE_OPENERS.items():
         if hasattr(args, option):
-            store = opener(getattr(args, option), default, embedder, writable)
+            given = getattr(args, option)
+            try:
+                store = opener(given, default, embedder, writable)
+            except InvalidArgumentError as error:
+                raise UsageMistake(f"--{option} '{given}': {error}") from error
             path = store.path or ""
+            if os.path.isdir(path):
+                raise StorageError(
+                    f"--{option} '{path}' is a directory; name {kind} instead, such as "
+                    f"'{os.path.join(path, example)}'"
+                )
             size = creatable(path) if creates else existing(path)
             if isinstance(store, SQLiteStore):
                 note_if_empty(path, size)
@@ -78,7 +87,7 @@ def open_postgres(
     """Return the ``PostgresStore`` ``--dsn``, ``--pg-name`` and ``--pg-schema`` name.
 
     Raises:
-        InvalidArgumentError: the connection string cannot be parsed, or a name is blank (the
+        UsageMistake: the connection string cannot be parsed, or a name is blank (the
             message names the option and never repeats the password).
         ImportError: the ``postgres`` extra is not installed.
     """
@@ -91,7 +100,7 @@ def open_postgres(
             args.dsn, name=name, schema=schema, embedder=embedder, writable=writable
         )
     except InvalidArgumentError as error:
-        raise InvalidArgumentError(_with_option(str(error))) from error
+        raise UsageMistake(_with_option(str(error))) from error
 
 
 _ARGUMENT_OPTIONS = (("dsn", "--dsn"), ("schema", "--pg-schema"), ("name", "--pg-name"))
@@ -147,9 +156,13 @@ def _sqlite_file(
     return SQLiteStore(path, embedder=embedder, writable=writable)
 
 
-_FILE_OPENERS = {"path": _json_file, "db": _sqlite_file}
-"""The options that name a store by its file, and how each opens it; a store that is not a
-file (a database server's URL) is chosen before these, by its own option."""
+_FILE_OPENERS = {
+    "path": (_json_file, "the JSON store file", "memory.json"),
+    "db": (_sqlite_file, "the SQLite store file", "memory.db"),
+}
+"""The options that name a store by its file: how each opens it, what the file is, and a file
+name a message may suggest. A store that is not a file (a database server's URL) is chosen
+before these, by its own option."""
 
 
 def _open_named(

@@ -59,6 +59,7 @@ def parents() -> Parents:
     where = store.add_mutually_exclusive_group()
     where.add_argument(
         "--store",
+        type=values.not_blank("a store name"),
         default=argparse.SUPPRESS,
         metavar="NAME",
         help="the SQLite store $AGENTRECALL_HOME/memory/NAME.db; the default, with NAME "
@@ -66,15 +67,21 @@ def parents() -> Parents:
     )
     where.add_argument(
         "--path",
+        type=values.not_blank("a JSON file's path"),
         default=argparse.SUPPRESS,
         metavar="FILE",
         help="a JSON store file instead (the format of Strands' TestMemoryStore)",
     )
     where.add_argument(
-        "--db", default=argparse.SUPPRESS, metavar="FILE", help="an SQLite store file instead"
+        "--db",
+        type=values.not_blank("an SQLite file's path"),
+        default=argparse.SUPPRESS,
+        metavar="FILE",
+        help="an SQLite store file instead",
     )
     where.add_argument(
         "--dsn",
+        type=values.not_blank("a PostgreSQL connection string"),
         default=argparse.SUPPRESS,
         metavar="URL",
         help="a PostgresStore instead, in the database of this connection string "
@@ -84,12 +91,14 @@ def parents() -> Parents:
     server = store.add_argument_group("PostgreSQL (with --dsn)")
     server.add_argument(
         "--pg-name",
+        type=values.not_blank("a store name"),
         default=argparse.SUPPRESS,
         metavar="NAME",
         help=f"the store's name in the database (default: {DEFAULT_STORE})",
     )
     server.add_argument(
         "--pg-schema",
+        type=values.not_blank("a schema name"),
         default=argparse.SUPPRESS,
         metavar="SCHEMA",
         help=f"the schema holding its tables (default: {DEFAULT_SCHEMA})",

@@ -34,8 +34,8 @@ exit status:
   {OK}    done
   {FAILED}    failed: no store or memory there (delete: an id not found, the others
        are deleted), a file that cannot be used, an option the store cannot serve
-  {USAGE}    usage: an unknown command or option, a missing or bad value (clear without
-       --yes when standard input is not a terminal)
+  {USAGE}    usage: an unknown command or option, a missing or bad value, options that do
+       not go together (clear without --yes when standard input is not a terminal)
   {INTERRUPTED}  interrupted (Ctrl-C)
   {BROKEN_PIPE}  standard output was closed before everything was written (| head)
 
@@ -56,6 +56,14 @@ class UsageError(Exception):
     def __init__(self, message: str, usage: str) -> None:
         super().__init__(message)
         self.usage = usage
+
+
+class UsageMistake(Exception):
+    """A usage mistake seen once the command line is parsed; exit status 2, as a parse error.
+
+    A pair of options that do not go together, or a value no parser could check (a path the
+    store refuses); the message names the option.
+    """
 
 
 class OutputError(Exception):
@@ -89,8 +97,8 @@ def run(body: Callable[[], int], *, as_json: bool) -> int:
     except KeyboardInterrupt as interrupt:
         detail = f": {interrupt}" if str(interrupt) else ""
         return fail(f"interrupted{detail}", INTERRUPTED, as_json=as_json)
-    except UsageError as error:
-        if not as_json:
+    except (UsageError, UsageMistake) as error:
+        if isinstance(error, UsageError) and not as_json:
             _write_stderr(error.usage)
         return fail(str(error), USAGE, as_json=as_json)
     except OutputError as error:
@@ -133,7 +141,12 @@ def reading_stdin() -> None:
 
 
 def emit(text: str) -> None:
-    """Write ``text`` and a newline on stdout, all of it, or raise.
+    """Write ``text`` and a newline on stdout, all of it, or raise (see :func:`write`)."""
+    write(text + "\n")
+
+
+def write(text: str) -> None:
+    """Write ``text`` on stdout, all of it, or raise.
 
     On POSIX the bytes go to stdout's descriptor through :class:`WholeWriter`. Python's own
     stdout, unbuffered (``PYTHONUNBUFFERED=1``, as many containers set it), ignores a short
@@ -144,13 +157,12 @@ def emit(text: str) -> None:
         BrokenPipeError: the reader went away (handled by :func:`run`).
         OutputError: stdout refused the write for another reason.
     """
-    line = text + "\n"
     try:
         out = standard_output()
         if out is None:
-            sys.stdout.write(line)
+            sys.stdout.write(text)
         else:
-            out.write(line.encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict"))
+            out.write(text.encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict"))
     except BrokenPipeError:
         raise
     except OSError as error:

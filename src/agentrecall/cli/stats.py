@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentrecall.cli import report, tables
+from agentrecall.cli import report, tables, vectors
 from agentrecall.cli.options import Parents, command, emit
 from agentrecall.cli.progress import terminal_bar
 from agentrecall.stores.base import Capability
@@ -37,7 +37,7 @@ def register(commands: Any, parents: Parents) -> None:
         parents.store,
         help="show how many memories there are, the file's size (a PostgreSQL store: its "
         "database), the oldest and newest, "
-        "the scopes and the most used metadata keys",
+        "the scopes, the most used metadata keys and how many have a vector",
         example="agentrecall stats\nagentrecall --json stats --user-id alice",
     )
     stats.set_defaults(command=_stats, verb="stats", reads_only=True)
@@ -87,6 +87,7 @@ def tally(memory: SyncStore) -> Tally:
 
 def _stats(memory: SyncStore, args: argparse.Namespace) -> int:
     counted = tally(memory)
+    coverage = vectors.coverage_of(memory)
     store = memory.store
     path: str | None = getattr(store, "path", None)
     size = os.stat(path).st_size if path and os.path.exists(path) else None
@@ -111,8 +112,10 @@ def _stats(memory: SyncStore, args: argparse.Namespace) -> int:
             "distinct": len(counted.keys),
             "top": dict(counted.keys.most_common(TOP_JSON)),
         },
+        "vectors": vectors.coverage_json(coverage),
     }
-    emit(args, data, "\n".join(tables.block(_fields(data, counted), fit=tables.width())))
+    fields = [*_fields(data, counted), ("vectors", vectors.coverage_text(coverage, args))]
+    emit(args, data, "\n".join(tables.block(fields, fit=tables.width())))
     return report.OK
 
 

@@ -48,18 +48,47 @@ def rows(table: Sequence[Sequence[str]], *, fit: int | None) -> list[str]:
     """
     if not table:
         return []
-    table = [[one_line(cell) for cell in row] for row in table]  # ids and reasons are data too
-    count = len(table[0])
-    shown = [i for i in range(count) if any(row[i] for row in table)]
-    widths = {i: max(len(row[i]) for row in table) for i in shown[:-1]}
-    lead = sum(widths.values()) + len(GAP) * len(widths)
-    room = None if fit is None else fit - lead
-    lines = []
-    for row in table:
-        cells = [row[i].ljust(widths[i]) for i in shown[:-1]]
-        cells.append(shorten(row[shown[-1]], room))
-        lines.append(GAP.join(cells))
-    return lines
+    shown = [[one_line(cell) for cell in row] for row in table]  # ids and reasons are data too
+    layout = Layout(len(shown[0]))
+    for row in shown:
+        layout.measure(row)
+    return layout.lines(shown, fit=fit)
+
+
+class Layout:
+    """The columns of a table too large to hold: measured a row at a time, then shown.
+
+    Rows are given with every cell already on one line (:func:`one_line`). Measure every row,
+    then pass the rows again, in any number of parts, to :meth:`lines`: together the lines are
+    those :func:`rows` gives for the whole table, with only the widths held in between.
+    """
+
+    def __init__(self, columns: int) -> None:
+        """A layout of ``columns`` columns, measured over no row yet."""
+        self._widths = [0] * columns
+
+    def measure(self, row: Sequence[str]) -> None:
+        """Widen the columns to fit ``row``."""
+        pairs = zip(self._widths, row, strict=True)
+        self._widths = [max(width, len(cell)) for width, cell in pairs]
+
+    def lines(self, table: Sequence[Sequence[str]], *, fit: int | None) -> list[str]:
+        """Return measured rows as lines: columns aligned, the last cut to ``fit`` characters.
+
+        Columns blank in every row measured are left out.
+        """
+        shown = [i for i, width in enumerate(self._widths) if width]
+        if not shown:
+            return ["" for _ in table]
+        *padded, last = shown
+        lead = sum(self._widths[i] for i in padded) + len(GAP) * len(padded)
+        room = None if fit is None else fit - lead
+        lines = []
+        for row in table:
+            cells = [row[i].ljust(self._widths[i]) for i in padded]
+            cells.append(shorten(row[last], room))
+            lines.append(GAP.join(cells))
+        return lines
 
 
 def block(fields: Sequence[tuple[str, str]], *, fit: int | None) -> list[str]:

@@ -32,7 +32,7 @@ from agentrecall.cli import embedding, opening, report, running
 from agentrecall.cli.options import DEFAULT_STORE, SCOPE_OPTIONS, Parents, command
 from agentrecall.cli.progress import terminal_bar
 from agentrecall.embeddings.base import Embedder
-from agentrecall.errors import AgentRecallError, InvalidArgumentError, StorageError
+from agentrecall.errors import AgentRecallError, StorageError
 from agentrecall.stores.base import MemoryStore
 from agentrecall.stores.sqlite import SQLiteStore
 
@@ -269,7 +269,9 @@ def _replacing(path: str) -> Iterator[BinaryIO]:
 def _check_not_the_store(output: str, store: MemoryStore) -> None:
     path = getattr(store, "path", None)
     if path and os.path.realpath(output) == os.path.realpath(path):
-        raise InvalidArgumentError(f"--output {output}: that is the store's own file")
+        raise report.UsageMistake(
+            f"--output {output}: that is the store's own file; name another file to write"
+        )
 
 
 async def _close(store: MemoryStore) -> None:

@@ -14,7 +14,6 @@ from agentrecall.cli.embedding import LOCAL, embedder_named
 from agentrecall.cli.options import Parents, command, emit
 from agentrecall.cli.progress import terminal_bar
 from agentrecall.cli.reading import SEARCH_MODES
-from agentrecall.errors import InvalidArgumentError
 from agentrecall.stores.base import Capability, MemoryStore
 from agentrecall.stores.sqlite import SQLiteStore
 from agentrecall.sync import SyncStore
@@ -144,7 +143,7 @@ def _eval_store(args: argparse.Namespace) -> Callable[[Path], MemoryStore]:
     """Return what makes each conversation's store, as the eval options say."""
     if args.engine == "json":
         if args.mode != "keyword" or args.neighbours:
-            raise InvalidArgumentError("--mode and --neighbours need --store sqlite")
+            raise report.UsageMistake("--mode and --neighbours need --store sqlite")
         from agentrecall.stores.jsonfile import JsonFileStore  # loaded only for a JSON store
 
         return lambda directory: JsonFileStore(name="locomo", path=directory / "memory.json")

@@ -12,7 +12,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -109,7 +109,7 @@ def json_object(text: str) -> JsonObject:
     """A JSON object, such as ``{"topic": "travel"}``."""
     utf8(text)
     try:
-        value = json.loads(text, parse_constant=_not_json)
+        value = json.loads(text, parse_constant=_not_json, parse_float=_finite)
     except RecursionError as error:
         raise argparse.ArgumentTypeError("the JSON is nested too deeply") from error
     except ValueError as error:
@@ -167,26 +167,57 @@ def duration(text: str) -> timedelta:
         raise argparse.ArgumentTypeError(f"the lifetime {text!r} is too long") from error
 
 
-def pairs(items: Sequence[str], base: JsonObject | None) -> JsonObject | None:
-    """``base`` with ``KEY=VALUE`` pairs set on a copy; a value that parses as JSON is JSON.
+def meta_pair(text: str) -> tuple[str, Any]:
+    """One ``--meta KEY=VALUE``: the key, and the value as JSON if it is JSON, else as typed.
 
-    Raises:
-        ValueError: a pair has no ``=`` or no key, or its JSON value is nested too deeply.
+    A value JSON reads as a number no float can hold (``1e999``, which would be infinity) or
+    as ``NaN``/``Infinity`` is not JSON here: it is kept as the text typed, as any other text
+    that is not JSON.
     """
+    utf8(text)
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE such as topic=travel, got {text!r}")
+    try:
+        return key, json.loads(value, parse_constant=_not_json, parse_float=_finite)
+    except RecursionError as error:
+        raise argparse.ArgumentTypeError(f"{key}: the JSON value is nested too deeply") from error
+    except ValueError:
+        return key, value
+
+
+def pairs(items: Sequence[tuple[str, Any]], base: JsonObject | None) -> JsonObject | None:
+    """``base`` with the :func:`meta_pair` ``items`` set on a copy (a later key wins)."""
     if not items:
         return base
     metadata: JsonObject = dict(base or {})
-    for pair in items:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--meta expects KEY=VALUE, got {pair!r}")
-        try:
-            metadata[key] = json.loads(value, parse_constant=_not_json)
-        except RecursionError as error:
-            raise ValueError(f"--meta {key}: the JSON value is nested too deeply") from error
-        except ValueError:
-            metadata[key] = value
+    metadata.update(items)
     return metadata
+
+
+def not_blank(what: str) -> Callable[[str], str]:
+    """The type of an option naming something (a store, a file): any text but a blank one.
+
+    ``what`` is what the option expects, for the message, such as ``"a store name"``.
+    """
+
+    def parse(value: str) -> str:
+        if not value.strip():
+            raise argparse.ArgumentTypeError(
+                f"expected {what}, got {'an empty' if not value else 'a blank'} string"
+            )
+        return value
+
+    return parse
+
+
+def text_argument(what: str) -> Callable[[str], str]:
+    """The type of a positional text: UTF-8 and not blank (``-`` reads standard input).
+
+    ``what`` names the text in the message, such as ``"memory's text"``.
+    """
+    blank = not_blank(f"the {what}")
+    return lambda value: utf8(blank(value))
 
 
 def content(text: str | None, file: str | None, what: str = "content") -> str | None:
@@ -196,11 +227,12 @@ def content(text: str | None, file: str | None, what: str = "content") -> str | 
     file ends with; an argument is kept exactly.
 
     Raises:
-        ValueError: both were given, or the input is not UTF-8.
+        UsageMistake: both were given.
+        ValueError: the input is not UTF-8, or blank.
         OSError: the file cannot be read (the message names it and ``--file``).
     """
     if text is not None and file is not None:
-        raise ValueError(f"give the {what} as an argument or with --file, not both")
+        raise report.UsageMistake(f"give the {what} as an argument or with --file, not both")
     if file is not None:
         try:
             with open(file, "rb") as source:
@@ -219,6 +251,8 @@ def _decoded(data: bytes, where: str) -> str:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise ValueError(f"{where} is not UTF-8 text (byte {error.start})") from error
+    if not text.strip():
+        raise ValueError(f"{where} is empty" if not text else f"{where} holds only blanks")
     for ending in ("\r\n", "\n"):
         if text.endswith(ending):
             return text[: -len(ending)]
@@ -227,3 +261,10 @@ def _decoded(data: bytes, where: str) -> str:
 
 def _not_json(word: str) -> Any:
     raise ValueError(f"{word} is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text} is too large for a number (it would be infinity)")
+    return value

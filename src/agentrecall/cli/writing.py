@@ -12,8 +12,9 @@ from typing import Any
 
 from agentrecall._internal.text import plural
 from agentrecall.cli import embedding, opening, report, values
+from agentrecall.cli.fields import record_json
 from agentrecall.cli.options import Parents, command, emit, scope_of, wants_json
-from agentrecall.cli.reading import not_found, record_json
+from agentrecall.cli.reading import not_found
 from agentrecall.stores.base import Capability
 from agentrecall.sync import SyncStore
 from agentrecall.types import JsonObject
@@ -32,7 +33,12 @@ def register(commands: Any, parents: Parents) -> None:
         "agentrecall add --file notes.txt --ttl 30d --user-id alice\n"
         "echo 'Standup is at 9:30' | agentrecall add -",
     )
-    add.add_argument("text", nargs="?", type=values.utf8, help=f"what to remember: {CONTENT_HELP}")
+    add.add_argument(
+        "text",
+        nargs="?",
+        type=values.text_argument("memory's text"),
+        help=f"what to remember: {CONTENT_HELP}",
+    )
     _content_options(add)
     add.add_argument(
         "--ttl",
@@ -54,7 +60,10 @@ def register(commands: Any, parents: Parents) -> None:
     )
     update.add_argument("id", type=values.memory_id, help="the memory's id")
     update.add_argument(
-        "text", nargs="?", type=values.utf8, help=f"the new content: {CONTENT_HELP}"
+        "text",
+        nargs="?",
+        type=values.text_argument("new content"),
+        help=f"the new content: {CONTENT_HELP}",
     )
     _content_options(update, replaces=True)
     _reason_option(update, "update")
@@ -95,11 +104,12 @@ def _content_options(parser: argparse.ArgumentParser, *, replaces: bool = False)
     )
     parser.add_argument(
         "--meta",
-        type=values.utf8,
+        type=values.meta_pair,
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="set one metadata key (repeatable); a VALUE that is JSON is kept as JSON",
+        help="set one metadata key (repeatable); a VALUE that is JSON is kept as JSON, "
+        "anything else (1e999 too, which no number can hold) as the text typed",
     )
 
 

@@ -10,13 +10,21 @@ from typing import TYPE_CHECKING
 
 from agentrecall._internal.lazy import lazy_names
 from agentrecall.stores.base import Capability, MemoryStore
+from agentrecall.stores.coverage import VectorCoverage
 
 if TYPE_CHECKING:
     from agentrecall.stores.jsonfile import JsonFileStore
     from agentrecall.stores.postgres import PostgresStore
     from agentrecall.stores.sqlite import SQLiteStore
 
-__all__ = ["Capability", "JsonFileStore", "MemoryStore", "PostgresStore", "SQLiteStore"]
+__all__ = [
+    "Capability",
+    "JsonFileStore",
+    "MemoryStore",
+    "PostgresStore",
+    "SQLiteStore",
+    "VectorCoverage",
+]
 
 # PostgresStore needs psycopg, an extra: like the others, it is imported on first use.
 _LAZY = {

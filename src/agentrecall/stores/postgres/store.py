@@ -28,6 +28,7 @@ from agentrecall.errors import InvalidArgumentError, StorageError
 from agentrecall.retrieval.bm25 import LONG_TEXT, query_terms
 from agentrecall.stores import front
 from agentrecall.stores.base import DEFAULT_PAGE, Capability
+from agentrecall.stores.coverage import VectorCoverage
 from agentrecall.stores.hybrid import Hit, entries, keyword_hit, merged, pool_size, rank
 from agentrecall.stores.modes import SearchSettings
 from agentrecall.stores.postgres import (
@@ -40,6 +41,7 @@ from agentrecall.stores.postgres import (
     vectors,
     writes,
 )
+from agentrecall.stores.postgres.coverage import coverage
 from agentrecall.stores.postgres.neighbours import with_neighbours
 from agentrecall.stores.postgres.replica import Replica
 from agentrecall.stores.postgres.rows import check_key_size, check_storable
@@ -353,6 +355,16 @@ class PostgresStore(front.StoreFront):
         # On the primary: an import must not take an id the replica has not seen yet.
         read = functools.partial(export.existing_ids, ids=ids)
         return await self._read(read, set(), primary=True)
+
+    async def vector_coverage(self) -> VectorCoverage:
+        """Return how many of this view's memories have a vector, and the store's model.
+
+        Semantic search finds only those; :meth:`reindex` computes the rest. Needs no
+        embedder, and reads the primary as any read does (or the replica, see ``read_dsn``).
+        A store whose tables do not exist yet holds none.
+        """
+        read = functools.partial(coverage, scope=self._scope)
+        return await self._read(read, VectorCoverage(0, 0))
 
     async def reindex(
         self, *, progress: Callable[[int, int], None] | None = None, batch: int = reindex.BATCH

@@ -19,6 +19,7 @@ from agentrecall.errors import InvalidArgumentError
 from agentrecall.retrieval.bm25 import query_terms
 from agentrecall.stores.base import DEFAULT_PAGE, Capability
 from agentrecall.stores.contentkeys import content_hash, content_key
+from agentrecall.stores.coverage import VectorCoverage
 from agentrecall.stores.front import (
     AddResults,
     Change,
@@ -43,6 +44,7 @@ from agentrecall.stores.sqlite import (
     vector_sql,
     writes,
 )
+from agentrecall.stores.sqlite.coverage import coverage
 from agentrecall.stores.sqlite.embedding import Embedding
 from agentrecall.stores.sqlite.narrowing import narrowings
 from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
@@ -267,6 +269,15 @@ class SQLiteStore(StoreFront):
             if progress is not None:
                 progress(done, max(total, done))
         return added
+
+    async def vector_coverage(self) -> VectorCoverage:
+        """Return how many of this view's memories have a vector, and the file's model.
+
+        Semantic search finds only those; :meth:`reindex` computes the rest. Needs no
+        embedder: it reads what the file holds.
+        """
+        scope = self._scope
+        return await self._read(lambda db: coverage(db, scope))
 
     # --- the hooks of StoreFront ----------------------------------------------------------------
 
