@@ -21,6 +21,7 @@ from memory_doubles import (
     SearchOnlyStore,
     reference_stores,
 )
+from strict_schema import assert_strict_schema, defaults_that_do_not_fit
 
 from agentrecall import JsonFileStore
 from agentrecall.errors import AggregateMemoryError, InvalidArgumentError
@@ -46,6 +47,17 @@ def without_descriptions(schema: Any) -> Any:
     return schema
 
 
+def without_null_defaults(schema: Any) -> Any:
+    """The reference's schema without its ``"default": null``, which ours leaves out."""
+    if isinstance(schema, dict):
+        return {
+            k: without_null_defaults(v)
+            for k, v in schema.items()
+            if not (k == "default" and v is None)
+        }
+    return schema
+
+
 @pytest.fixture
 def stores(tmp_path: Path) -> list[JsonFileStore]:
     return reference_stores(tmp_path)
@@ -65,7 +77,7 @@ def test_schemas_match_the_reference_apart_from_wording(
 ) -> None:
     ours = tools[name].input_schema
     reference = SPECS[name]["inputSchema"]["json"]
-    assert without_descriptions(ours) == without_descriptions(reference)
+    assert without_descriptions(ours) == without_null_defaults(without_descriptions(reference))
     assert list(ours["properties"]) == list(reference["properties"])
     for prop in ours["properties"].values():
         assert prop["description"].strip()
@@ -93,6 +105,16 @@ def test_descriptions_without_described_stores_have_no_store_list(tmp_path: Path
     store = JsonFileStore(name="plain", path=tmp_path / "plain.json")
     for tool in MemoryManager([store], add_tool=True, forget_tool=True).tools:
         assert "\n\n" not in tool.description and "plain" not in tool.description
+
+
+def test_every_schema_is_one_strict_validators_accept(stores: list[JsonFileStore]) -> None:
+    manager = MemoryManager(stores, add_tool=True, forget_tool=True)
+    assert [tool.name for tool in manager.tools] == ["search_memory", "add_memory", "forget_memory"]
+    for tool in manager.tools:
+        assert_strict_schema(tool.input_schema)
+    # The rule itself: the reference's "default": null on an integer is what it refuses.
+    reference = SPECS["search_memory"]["inputSchema"]["json"]
+    assert defaults_that_do_not_fit(reference) != []
 
 
 def test_converters_give_each_api_its_shape(tools: dict[str, MemoryTool]) -> None:

@@ -12,7 +12,9 @@ arguments against the schema, runs the tool and returns the text the model shoul
 
 The builders below make the manager's three tools. ``search_memory`` and ``add_memory`` have the
 names, input schemas, payloads and results of the Strands Agents memory tools, so a model (or a
-prompt) written for those works unchanged; the descriptions are agentrecall's own.
+prompt) written for those works unchanged; the descriptions are agentrecall's own. One
+deliberate difference: an optional property has no ``"default": null`` (a default its own
+``type`` refuses, which strict schema validators reject); leaving it out means the same.
 ``forget_memory`` goes beyond the reference.
 """
 
@@ -251,7 +253,6 @@ def _string_array(description: str) -> JsonObject:
     return {
         "type": "array",
         "items": {"type": "string"},
-        "default": None,
         "description": description,
     }
 
@@ -297,7 +298,6 @@ def search_memory_tool(
             "query": {"type": "string", "description": "What to recall, in words or a question."},
             "max_search_results": {
                 "type": "integer",
-                "default": None,
                 "description": "The most results to return from each store.",
             },
             "stores": _string_array("Names of the stores to search; leave out to search all."),
