@@ -20,12 +20,14 @@ from agentrecall.cli import opening, report
 from agentrecall.stores.base import MemoryStore
 
 if TYPE_CHECKING:
+    from agentrecall._internal.stopping import Stop
     from agentrecall.memory.manager import MemoryManager
 
 TOKEN_ENV = "AGENTRECALL_MCP_TOKEN"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 HTTP_ONLY = ("host", "port", "token", "allow_remote")
+HEADER = "Authorization: Bearer <token>"
 
 EPILOG = f"""\
 Without --http the server speaks MCP on stdin and stdout, the way desktop and IDE clients
@@ -86,6 +88,12 @@ def add_parser(commands: Any, common: argparse.ArgumentParser, *, default: str) 
 
 def _serve(args: argparse.Namespace, parser: argparse.ArgumentParser, default: str) -> int:
     _check(args, parser)
+    stop = None
+    if args.http:
+        from agentrecall._internal.stopping import Stop  # no SDK import: it guards the imports too
+
+        stop = Stop(_stopping)
+        stop.install()  # from here on, a signal stops the server gracefully, even now
     from agentrecall.memory.manager import MemoryManager  # only the server needs it loaded
 
     try:
@@ -98,7 +106,7 @@ def _serve(args: argparse.Namespace, parser: argparse.ArgumentParser, default: s
             f"argument --host: {host} is not a loopback address; add --allow-remote to serve "
             "other machines (they need the token too)"
         )
-    token = _token(args) if args.http else None
+    token = _token(args, parser) if args.http else None
     args.creates = not args.read_only  # a server that may add creates its store's file
     store = opening.scoped(
         opening.open_store(args, default=default, writable=not args.read_only), args
@@ -110,42 +118,68 @@ def _serve(args: argparse.Namespace, parser: argparse.ArgumentParser, default: s
         injection=False,
         report_failed_searches=True,  # a client must tell a failed search from no results
     )
-    asyncio.run(_run(manager, store, args, token))
+    asyncio.run(_run(manager, store, args, token, stop))
     return report.OK
 
 
 async def _run(
-    manager: MemoryManager, store: MemoryStore, args: argparse.Namespace, token: str | None
+    manager: MemoryManager,
+    store: MemoryStore,
+    args: argparse.Namespace,
+    token: tuple[str, bool] | None,
+    stop: Stop | None,
 ) -> None:
     from agentrecall.mcp import memory_server, serve_http, serve_stdio
 
     server = memory_server(manager)
     try:
+        if stop is not None:
+            stop.attach()
         await manager.initialize()  # a store that cannot be opened fails before any client
         _log_to_stderr()
         if token is None:
             await serve_stdio(server)
-        else:
+        elif stop is None or not stop.requested:
+            secret, generated = token
             host, port = args.host or DEFAULT_HOST, DEFAULT_PORT if args.port is None else args.port
-            await serve_http(server, host=host, port=port, token=token, announce=_announce)
+
+            def announce(url: str) -> None:
+                if generated:  # printed only now: a server that failed to start has no token
+                    report.note(
+                        f"MCP bearer token (send 'Authorization: Bearer <token>'): {secret}"
+                    )
+                report.note(f"serving MCP over streamable HTTP at {url}")
+
+            await serve_http(
+                server, host=host, port=port, token=secret, announce=announce, stop=stop
+            )
     finally:
         aclose = getattr(store, "aclose", None)
         if aclose is not None:
             await aclose()
 
 
-def _token(args: argparse.Namespace) -> str:
-    """Return the token from ``--token``, else the environment, else a new one (announced)."""
+def _token(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple[str, bool]:
+    """Return the token from ``--token``, else the environment, else a new one; and whether new.
+
+    A ``--token`` that is no good is a usage mistake (status 2) naming the option.
+    """
+    from agentrecall.errors import InvalidArgumentError
     from agentrecall.mcp import check_token, new_token
 
     if args.token is not None:
-        return check_token(args.token, "--token")
+        try:
+            return check_token(args.token, "argument --token"), False
+        except InvalidArgumentError as error:
+            parser.error(str(error))
     configured = os.environ.get(TOKEN_ENV, "").strip()
     if configured:
-        return check_token(configured, f"${TOKEN_ENV}")
-    token = new_token()
-    report.note(f"MCP bearer token (send 'Authorization: Bearer <token>'): {token}")
-    return token
+        return check_token(configured, f"${TOKEN_ENV}"), False
+    return new_token(), True
+
+
+def _stopping(name: str) -> None:
+    report.note(f"{name}: stopping once the requests in flight are answered")
 
 
 def _check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
@@ -181,10 +215,6 @@ def _log_to_stderr() -> None:
     if os.environ.get(report.DEBUG_ENV, "").strip() in ("", "0"):
         handler.setFormatter(_OneLine())
     logger.addHandler(handler)
-
-
-def _announce(url: str) -> None:
-    report.note(f"serving MCP over streamable HTTP at {url}")
 
 
 def _port(text: str) -> int:
