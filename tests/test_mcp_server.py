@@ -101,7 +101,7 @@ async def test_add_search_forget_over_stdio(db: Path) -> None:
     async with connected(stdio_client("--db", str(db), "--allow-forget")) as client:
         await assert_offers_the_managers_tools(client, db, add_tool=True, forget_tool=True)
         facts = ["The user's dog is named Biscuit.", "The user prefers aisle seats."]
-        assert await call(client, "add_memory", {"entries": facts}) == {"stored": 2}
+        assert (await call(client, "add_memory", {"entries": facts}))["stored"] == 2
         [hit] = await call(client, "search_memory", {"query": "dog", "max_search_results": 1})
         assert hit["content"] == facts[0]
         assert hit["store_name"] == "memory"
@@ -145,6 +145,66 @@ async def test_bad_arguments_are_tool_errors_and_the_server_goes_on(db: Path) ->
             await client.call_tool("remember", {"entries": ["x"]})
         assert await contents(client, "violin") == ["The user plays the violin."]
     assert await stored(db) == ["The user plays the violin."]
+
+
+async def test_add_says_what_was_new_and_what_was_there_with_ids(db: Path) -> None:
+    async with connected(stdio_client("--db", str(db))) as client:
+        first = await call(client, "add_memory", {"entries": ["Ana likes tea.", "Ana has a cat."]})
+        assert first["stored"] == 2 and first["already_stored"] == []
+        ids = {item["content"]: item["id"] for item in first["new"]}
+        assert sorted(ids) == ["Ana has a cat.", "Ana likes tea."]
+        entries = ["  Ana likes tea.", "Ana rides a bike.", "Ana rides a bike."]
+        second = await call(client, "add_memory", {"entries": entries})
+    assert second["stored"] == 3
+    [bike] = second["new"]
+    assert bike["content"] == "Ana rides a bike." and bike["store_name"] == "memory"
+    assert second["already_stored"] == [
+        {"content": "  Ana likes tea.", "store_name": "memory", "id": ids["Ana likes tea."]},
+        {"content": "Ana rides a bike.", "store_name": "memory", "id": bike["id"]},
+    ]
+    assert await stored(db) == ["Ana has a cat.", "Ana likes tea.", "Ana rides a bike."]
+
+
+async def test_add_stores_metadata_and_a_ttl(db: Path) -> None:
+    arguments = {"entries": ["Ana flies on Friday."], "metadata": {"topic": "travel"}, "ttl": 3600}
+    async with connected(stdio_client("--db", str(db))) as client:
+        [added] = (await call(client, "add_memory", arguments))["new"]
+        await call(client, "add_memory", {"entries": ["Ana is from Porto."]})
+    async with SQLiteStore(db, writable=False) as store:
+        flight = await store.get(added["id"])
+        [porto] = [r for r in await store.list() if r.id != added["id"]]
+    assert flight is not None and flight.metadata == {"topic": "travel"}
+    assert flight.expires_at is not None and flight.expires_at > flight.created_at
+    assert (porto.metadata, porto.expires_at) == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"metadata": "travel"}, "metadata\n  should be an object"),
+        ({"metadata": ["travel"]}, "metadata\n  should be an object"),
+        ({"ttl": "an hour"}, "ttl\n  should be a number"),
+        ({"ttl": 0}, "ttl: expected a positive number of seconds, got 0"),
+        ({"ttl": -60}, "ttl: expected a positive number of seconds, got -60"),
+        ({"ttl": True}, "ttl\n  should be a number"),
+    ],
+)
+async def test_add_refuses_bad_metadata_and_ttl_naming_them(
+    db: Path, arguments: dict[str, Any], message: str
+) -> None:
+    async with connected(stdio_client("--db", str(db))) as client:
+        error = await tool_error(client, "add_memory", {"entries": ["Ana sings."], **arguments})
+        assert message in error
+        assert await contents(client, "sings") == []
+
+
+async def test_add_with_a_ttl_to_a_store_that_cannot_expire_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "memory.json"
+    async with connected(stdio_client("--path", str(path))) as client:
+        arguments = {"entries": ["Ana sings."], "ttl": 60}
+        error = await tool_error(client, "add_memory", arguments)
+        assert "ttl: the store memory cannot forget memories after a time" in error
+        assert (await call(client, "add_memory", {"entries": ["Ana sings."]}))["stored"] == 1
 
 
 async def test_read_only_server_offers_no_writes(db: Path) -> None:
@@ -345,11 +405,9 @@ def test_stdio_answers_text_that_is_not_unicode_at_once_and_goes_on(
     assert where in answer["error"]["message"]
     assert "lone surrogate" in answer["error"]["message"]
     raw_stdio.send(tool_call(8, "add_memory", '{"entries": ["Ana loves sushi."]}'))
-    assert raw_stdio.reply() == {
-        "jsonrpc": "2.0",
-        "id": 8,
-        "result": {"content": [{"type": "text", "text": '{"stored": 1}'}], "isError": False},
-    }
+    answer = raw_stdio.reply()
+    assert (answer["id"], answer["result"]["isError"]) == (8, False)
+    assert json.loads(answer["result"]["content"][0]["text"])["stored"] == 1
     code, stderr = raw_stdio.close()
     assert code == 0, stderr
     assert anyio.run(stored, db) == ["Ana loves sushi."]
@@ -739,7 +797,7 @@ async def test_http_a_signal_lets_the_call_in_flight_finish(
                 pattern = re.compile(r"(stopping once the requests in flight)")
                 await anyio.to_thread.run_sync(read_until, process, pattern)
                 os.write(gate_write, b"!")  # only now may the call go on
-        assert results == [{"stored": 1}]
+        assert [result["stored"] for result in results] == [1]
         assert process.wait(TIMEOUT) == 0
         assert process.stderr is not None
         assert process.stderr.read() == ""  # nothing after the one line
