@@ -6,6 +6,7 @@ it stored is checked by opening that file with a fresh ``SQLiteStore``.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -28,6 +29,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 from agentrecall import MemoryManager, SQLiteStore
 from agentrecall.cli.main import main
+from agentrecall.errors import InvalidArgumentError
+from agentrecall.mcp import SessionLimits, memory_server, serve_http
 
 TIMEOUT = 20  # seconds any one exchange with a server may take before the test fails
 TOKEN = "test-token-0123456789"
@@ -715,18 +718,18 @@ def test_http_a_signal_once_it_serves_stops_it_in_one_line(
         assert rest.splitlines() == [stopping(number)]
 
 
-# A server whose add_memory calls wait, once they reach the manager, for the test to let them
-# go on: it writes a byte to the fd ARRIVED, then reads one from the fd GATE.
+# A server whose adds wait, once they reach the store, for the test to let them go on: each
+# writes a byte to the fd ARRIVED, then reads one from the fd GATE.
 GATED = """\
 import asyncio, os, runpy, sys
-from agentrecall.memory.manager import MemoryManager
+from agentrecall import SQLiteStore
 arrived, gate = int(os.environ["ARRIVED"]), int(os.environ["GATE"])
-real = MemoryManager.add_many
+real = SQLiteStore.add
 async def gated(self, *args, **kwargs):
     os.write(arrived, b"!")
     await asyncio.to_thread(os.read, gate, 1)
     return await real(self, *args, **kwargs)
-MemoryManager.add_many = gated
+SQLiteStore.add = gated
 sys.argv[0] = "agentrecall"
 runpy.run_module("agentrecall", run_name="__main__")
 """
@@ -812,6 +815,129 @@ async def test_http_a_signal_lets_the_call_in_flight_finish(
     assert await stored(db) == ["Kim likes tea."]
 
 
+# Sessions --------------------------------------------------------------------------------
+
+
+class Clock:
+    """A monotonic clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@asynccontextmanager
+async def in_process_http(db: Path, limits: SessionLimits) -> AsyncIterator[str]:
+    """An HTTP server in this process (real sockets on loopback); yields its URL."""
+    manager = MemoryManager([SQLiteStore(db)], add_tool=True)
+    ready = anyio.Event()
+    urls: list[str] = []
+
+    def announce(url: str) -> None:
+        urls.append(url)
+        ready.set()
+
+    server = memory_server(manager)
+    async with anyio.create_task_group() as group:
+        serving = functools.partial(
+            serve_http, host="127.0.0.1", port=0, token=TOKEN, sessions=limits
+        )
+        group.start_soon(functools.partial(serving, server, announce=announce))
+        with anyio.fail_after(TIMEOUT):
+            await ready.wait()
+        yield urls[0]
+        group.cancel_scope.cancel()
+
+
+async def open_session(http: httpx2.AsyncClient, url: str) -> str:
+    """Open a session as a client would, and leave it (abandoned); return its id."""
+    opened = await http.post(url, json=INITIALIZE)
+    assert opened.status_code == 200, opened.text
+    session: str = opened.headers["mcp-session-id"]
+    started = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert (await http.post(url, json=started, headers=of(session))).status_code == 202
+    return session
+
+
+def of(session: str) -> dict[str, str]:
+    return {"Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-06-18"}
+
+
+async def alive(http: httpx2.AsyncClient, url: str, session: str) -> bool:
+    ping = {"jsonrpc": "2.0", "id": 99, "method": "ping"}
+    response = await http.post(url, json=ping, headers=of(session))
+    assert response.status_code in (200, 404), response.text
+    return response.status_code == 200
+
+
+def loopback_http() -> httpx2.AsyncClient:
+    headers = {"Authorization": f"Bearer {TOKEN}", "Accept": ACCEPT}
+    return httpx2.AsyncClient(headers=headers, timeout=TIMEOUT)
+
+
+async def test_http_sessions_idle_too_long_end(db: Path) -> None:
+    clock = Clock()
+    limits = SessionLimits(idle_timeout=600, clock=clock)
+    async with in_process_http(db, limits) as url, loopback_http() as http:
+        first = await open_session(http, url)
+        clock.now += 100
+        second = await open_session(http, url)
+        clock.now += 599  # the first has been idle 699 s, the second 599 s
+        third = await open_session(http, url)  # every new session sweeps first
+        assert not await alive(http, url, first)
+        assert await alive(http, url, second) and await alive(http, url, third)
+        clock.now += 600  # both idle for 600 s now: the next sweep ends them
+        fourth = await open_session(http, url)
+        assert [await alive(http, url, s) for s in (second, third, fourth)] == [
+            False,
+            False,
+            True,
+        ]
+
+
+async def test_http_sessions_are_capped_ending_the_longest_idle(db: Path) -> None:
+    clock = Clock()
+    limits = SessionLimits(idle_timeout=600, max_sessions=3, clock=clock)
+    async with in_process_http(db, limits) as url, loopback_http() as http:
+        sessions = []
+        for _ in range(3):
+            sessions.append(await open_session(http, url))
+            clock.now += 1
+        assert await alive(http, url, sessions[0])  # now the most recently active
+        clock.now += 1
+        for _ in range(20):  # abandoned sessions, one after another: never more than 3
+            sessions.append(await open_session(http, url))
+            clock.now += 1
+        kept = [s for s in sessions if await alive(http, url, s)]
+        assert kept == sessions[-3:]
+        assert len(set(sessions)) == len(sessions)
+
+
+def test_session_limits_refuse_nonsense() -> None:
+    with pytest.raises(InvalidArgumentError, match="idle_timeout: expected a positive number"):
+        SessionLimits(idle_timeout=0)
+    with pytest.raises(InvalidArgumentError, match="max_sessions: expected a whole number"):
+        SessionLimits(max_sessions=0)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (("--session-idle-timeout", "0"), "argument --session-idle-timeout: expected a positive"),
+        (("--max-sessions", "none"), "argument --max-sessions: expected a whole number from 1"),
+        (("--max-sessions", "0"), "argument --max-sessions: expected a whole number from 1"),
+    ],
+)
+def test_session_options_are_checked(
+    db: Path, capsys: pytest.CaptureFixture[str], flags: tuple[str, ...], message: str
+) -> None:
+    assert main(["mcp", "--db", str(db), "--http", "--token", TOKEN, *flags]) == 2
+    assert message in capsys.readouterr().err.splitlines()[-1]
+    assert not db.exists()
+
+
 def ipv6_loopback() -> bool:
     try:
         socket.create_server(("::1", 0), family=socket.AF_INET6).close()
@@ -873,6 +999,8 @@ INITIALIZE = {
         (("--host", "0.0.0.0", "--http"), "--allow-remote"),
         (("--port", "9000"), "argument --port: only with --http"),
         (("--token", "t"), "argument --token: only with --http"),
+        (("--session-idle-timeout", "5m"), "argument --session-idle-timeout: only with --http"),
+        (("--max-sessions", "5"), "argument --max-sessions: only with --http"),
         (("--http", "--port", "70000"), "argument --port"),
         (("--read-only", "--allow-forget"), "not allowed with argument"),
     ],

@@ -15,6 +15,7 @@ from __future__ import annotations
 try:
     from agentrecall.mcp.auth import check_token, new_token, require_bearer
     from agentrecall.mcp.server import memory_server
+    from agentrecall.mcp.sessions import SessionLimits
     from agentrecall.mcp.transports import is_loopback, serve_http, serve_stdio
 except ImportError as error:
     raise ImportError(
@@ -27,6 +28,7 @@ __all__ = [
     "memory_server",
     "new_token",
     "require_bearer",
+    "SessionLimits",
     "serve_http",
     "serve_stdio",
 ]

@@ -20,6 +20,7 @@ from agentrecall._internal.stopping import Stop
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.mcp.auth import ASGIApp, Message, Receive, Scope, Send, require_bearer
 from agentrecall.mcp.lines import check_line
+from agentrecall.mcp.sessions import SessionKeeper, SessionLimits
 
 HTTP_PATH = "/mcp"
 """Where the streamable HTTP endpoint is served."""
@@ -81,6 +82,7 @@ async def serve_http(
     token: str,
     announce: Callable[[str], None],
     stop: Stop | None = None,
+    sessions: SessionLimits | None = None,
 ) -> None:
     """Serve streamable HTTP at ``http://host:port/mcp`` until ``stop`` says so.
 
@@ -89,7 +91,9 @@ async def serve_http(
     ``LOCALHOST``) requests whose ``Host`` or ``Origin`` header names another machine are
     refused too (DNS rebinding). ``port`` 0 takes a free port. ``announce`` is called once
     with the endpoint's URL, once the server is ready (after the socket is bound and the
-    server has started), never when binding fails.
+    server has started), never when binding fails. Sessions are kept within ``sessions``
+    (:class:`~agentrecall.mcp.sessions.SessionLimits`, its defaults without it): idle ones
+    end, and there are never more than its ``max_sessions``.
 
     With ``stop`` (installed: it has taken SIGINT and SIGTERM over), a signal ends the
     server gracefully at any moment: new connections are refused, the requests in flight
@@ -101,13 +105,20 @@ async def serve_http(
     """
     address = host.strip("[]")  # an IPv6 address may come in its URL brackets, or without
     where = f"[{address}]" if ":" in address else address
+    limits = SessionLimits() if sessions is None else sessions
+    # The keeper ends idle sessions and keeps their number bounded; the SDK's own limits,
+    # measured on another clock, are off.
     app = server.streamable_http_app(
-        streamable_http_path=HTTP_PATH, transport_security=_rebinding_guard(address, where)
+        streamable_http_path=HTTP_PATH,
+        transport_security=_rebinding_guard(address, where),
+        session_idle_timeout=None,
+        max_sessions=None,
     )
+    keeper = SessionKeeper(app, path=HTTP_PATH, limits=limits)
     listener = _listen(address, port)
     url = f"http://{where}:{listener.getsockname()[1]}{HTTP_PATH}"
     config = uvicorn.Config(
-        _announcing(require_bearer(app, token), lambda: announce(url)),
+        _announcing(require_bearer(keeper, token), lambda: announce(url)),
         log_level="warning",
         lifespan="on",
     )
@@ -115,7 +126,10 @@ async def serve_http(
     if stop is not None:
         stop.serving(running)
     with listener:
-        await running.serve(sockets=[listener])
+        async with anyio.create_task_group() as group:
+            group.start_soon(keeper.sweep_every, min(60.0, limits.idle_timeout / 4))
+            await running.serve(sockets=[listener])
+            group.cancel_scope.cancel()
 
 
 class _Uvicorn(uvicorn.Server):
