@@ -1039,6 +1039,14 @@ def test_a_token_that_is_no_good_is_a_usage_mistake(
     assert not db.exists()
 
 
+def test_the_help_states_the_minimum_the_server_enforces() -> None:
+    from agentrecall.cli import mcp_command
+    from agentrecall.mcp import auth
+
+    assert mcp_command.MIN_TOKEN_LENGTH == auth.MIN_TOKEN_LENGTH
+    assert f"at least {auth.MIN_TOKEN_LENGTH} visible ASCII characters" in mcp_command.EPILOG
+
+
 def test_a_short_token_in_the_environment_is_refused_naming_it(
     db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
