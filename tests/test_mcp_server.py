@@ -706,6 +706,23 @@ def test_http_a_signal_before_it_serves_stops_it_in_one_line(
     assert stderr.splitlines() == [stopping(number)]
 
 
+def test_http_two_signals_before_it_serves_give_up_in_one_line(tmp_path: Path) -> None:
+    command = server_command("--http", "--port", "0", "--db", str(tmp_path / "m.db"))
+    with subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=block_stop_signals,
+        env={**os.environ, "AGENTRECALL_MCP_TOKEN": TOKEN},
+    ) as process:
+        process.send_signal(signal.SIGINT)  # both held until the command takes them over
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=TIMEOUT)
+    assert process.returncode == 130, stderr
+    assert stderr.splitlines() == ["agentrecall: error: interrupted"]
+
+
 @pytest.mark.parametrize("number", STOP_SIGNALS, ids=lambda number: number.name)
 def test_http_a_signal_once_it_serves_stops_it_in_one_line(
     tmp_path: Path, number: signal.Signals

@@ -29,7 +29,8 @@ class Stop:
       event loop once one is :meth:`attach`\ ed (or at once if the signal came before), and
       tells the server, if one is :meth:`serving`, to stop accepting connections and finish
       the requests in flight;
-    * a second one tells the server to stop waiting for them.
+    * a second one tells the server to stop waiting for them; before a server serves, it
+      raises ``KeyboardInterrupt`` (give up starting, as after a Ctrl-C anywhere else).
     """
 
     def __init__(self, report: Callable[[str], None]) -> None:
@@ -71,6 +72,8 @@ class Stop:
         self._received.append(number)
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._act)
+        elif len(self._received) > 1:
+            raise KeyboardInterrupt  # asked twice before the loop runs: stop starting
 
     def _act(self) -> None:
         if not self._reported and self._received:
@@ -80,3 +83,7 @@ class Stop:
             self._server.should_exit = True
             if len(self._received) > 1:
                 self._server.force_exit = True
+        elif len(self._received) > 1:
+            # Asked twice while starting (a database that does not answer, say): the loop
+            # ends with this, and the command reports the interruption.
+            raise KeyboardInterrupt
