@@ -101,9 +101,10 @@ class AddToolConfig:
             still appended).
         stores: the stores the tool may write to, by name or as store objects (matched by name);
             ``None`` allows every writable store with ``add``.
-        wait_for_writes: ``True`` returns ``{"stored": n}`` once every write finished and
-            reports failures to the model; ``False`` starts the writes in the background and
-            returns ``{"accepted": n}`` at once (failures are only logged).
+        wait_for_writes: ``True`` returns ``{"stored": n, "new": [...], "already_stored":
+            [...]}`` once every write finished and reports failures to the model; ``False``
+            starts the writes in the background and returns ``{"accepted": n}`` at once
+            (failures are only logged).
     """
 
     name: str | None = None
