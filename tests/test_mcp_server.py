@@ -932,6 +932,28 @@ async def test_http_sessions_are_capped_ending_the_longest_idle(db: Path) -> Non
         assert len(set(sessions)) == len(sessions)
 
 
+async def test_http_a_busy_session_is_never_ended_to_make_room(db: Path) -> None:
+    clock = Clock()
+    limits = SessionLimits(idle_timeout=600, max_sessions=1, clock=clock)
+    async with in_process_http(db, limits) as url, loopback_http() as http:
+        busy = await open_session(http, url)
+        listening = {**of(busy), "Accept": "text/event-stream"}
+        # An open event stream (the client listening for the server's messages) is in flight.
+        async with http.stream("GET", url, headers=listening) as stream:
+            assert stream.status_code == 200
+            clock.now += 10_000
+            refused = await http.post(url, json=INITIALIZE)
+            assert refused.status_code == 503
+            assert refused.json()["error"]["message"].startswith("too many open sessions")
+            assert await alive(http, url, busy)
+        # The server notices the stream closed when its connection ends: until then it is
+        # still busy, and a new session is refused.
+        with anyio.fail_after(TIMEOUT):
+            while (await http.post(url, json=INITIALIZE)).status_code == 503:
+                await anyio.sleep(0.01)
+        assert not await alive(http, url, busy)  # idle, it made room
+
+
 def test_session_limits_refuse_nonsense() -> None:
     with pytest.raises(InvalidArgumentError, match="idle_timeout: expected a positive number"):
         SessionLimits(idle_timeout=0)
