@@ -261,9 +261,8 @@ def test_bad_store_options(postgres_dsn: str, capsys: pytest.CaptureFixture[str]
 @pytest.mark.asyncio
 async def test_the_mcp_server_serves_a_postgresql_store(postgres_dsn: str) -> None:
     async with connected(stdio_client("--dsn", postgres_dsn, "--user-id", "ana")) as client:
-        assert await call(client, "add_memory", {"entries": ["The dog is named Biscuit."]}) == {
-            "stored": 1
-        }
+        added = await call(client, "add_memory", {"entries": ["The dog is named Biscuit."]})
+        assert added["stored"] == 1
         assert await contents(client, "dog") == ["The dog is named Biscuit."]
     async with PostgresStore(postgres_dsn, writable=False) as store:
         [record] = await store.list()

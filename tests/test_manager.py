@@ -349,7 +349,8 @@ async def test_add_memory_with_ten_entries_is_one_batch_write(tmp_path: Path) ->
     manager = MemoryManager([store], add_tool=True)
     [add] = [tool for tool in manager.tools if tool.name == "add_memory"]
     entries = [f"fact number {i}" for i in range(10)]
-    assert await add(entries=entries) == '{"stored": 10}'
+    added = json.loads(await add(entries=entries))
+    assert (added["stored"], len(added["new"]), added["already_stored"]) == (10, 10, [])
     assert (store.add_many_calls, store.add_calls) == (1, 0)
     assert [record.content for record in await store.list()] == entries
 
@@ -574,7 +575,7 @@ async def test_openai_style_loop_end_to_end(tmp_path: Path) -> None:
     manager = MemoryManager([store], add_tool=True)
     tools = {tool.name: tool for tool in manager.tools}
     arguments = json.dumps({"entries": ["User prefers aisle seats"]})
-    assert (await tools["add_memory"].invoke(arguments)).text == '{"stored": 1}'
+    assert json.loads((await tools["add_memory"].invoke(arguments)).text)["stored"] == 1
     messages = [
         {"role": "system", "content": "You book flights."},
         {"role": "user", "content": "Book seats as usual"},
@@ -593,9 +594,12 @@ async def test_a_strands_store_works_in_our_manager(tmp_path: Path) -> None:
     theirs = StrandsStore(name="theirs", path=str(tmp_path / "theirs.json"))
     manager = MemoryManager([theirs], add_tool=True)
     [_, add] = manager.tools
-    assert await add(entries=["User prefers aisle seats", "User lives in Oslo"]) == (
-        '{"stored": 2}'
-    )
+    added = json.loads(await add(entries=["User prefers aisle seats", "User lives in Oslo"]))
+    assert added["stored"] == 2 and added["already_stored"] == []
+    assert [(item["content"], item["store_name"]) for item in added["new"]] == [
+        ("User prefers aisle seats", "theirs"),
+        ("User lives in Oslo", "theirs"),
+    ]
     hits = await manager.search("aisle seats")
     assert [(h.content, h.store_name, h.id) for h in hits] == [
         ("User prefers aisle seats", "theirs", None)

@@ -6,10 +6,12 @@ it stored is checked by opening that file with a fresh ``SQLiteStore``.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import selectors
+import signal
 import socket
 import subprocess
 import sys
@@ -27,8 +29,10 @@ from mcp.client.streamable_http import streamable_http_client
 
 from agentrecall import MemoryManager, SQLiteStore
 from agentrecall.cli.main import main
+from agentrecall.errors import InvalidArgumentError
+from agentrecall.mcp import SessionLimits, memory_server, serve_http
 
-TIMEOUT = 20  # seconds any one exchange with a server may take before the test fails
+TIMEOUT = 60  # seconds: only a guard against a hang, generous for a loaded machine
 TOKEN = "test-token-0123456789"
 URL = re.compile(r"serving MCP over streamable HTTP at (http://\S+)")
 
@@ -100,7 +104,7 @@ async def test_add_search_forget_over_stdio(db: Path) -> None:
     async with connected(stdio_client("--db", str(db), "--allow-forget")) as client:
         await assert_offers_the_managers_tools(client, db, add_tool=True, forget_tool=True)
         facts = ["The user's dog is named Biscuit.", "The user prefers aisle seats."]
-        assert await call(client, "add_memory", {"entries": facts}) == {"stored": 2}
+        assert (await call(client, "add_memory", {"entries": facts}))["stored"] == 2
         [hit] = await call(client, "search_memory", {"query": "dog", "max_search_results": 1})
         assert hit["content"] == facts[0]
         assert hit["store_name"] == "memory"
@@ -144,6 +148,66 @@ async def test_bad_arguments_are_tool_errors_and_the_server_goes_on(db: Path) ->
             await client.call_tool("remember", {"entries": ["x"]})
         assert await contents(client, "violin") == ["The user plays the violin."]
     assert await stored(db) == ["The user plays the violin."]
+
+
+async def test_add_says_what_was_new_and_what_was_there_with_ids(db: Path) -> None:
+    async with connected(stdio_client("--db", str(db))) as client:
+        first = await call(client, "add_memory", {"entries": ["Ana likes tea.", "Ana has a cat."]})
+        assert first["stored"] == 2 and first["already_stored"] == []
+        ids = {item["content"]: item["id"] for item in first["new"]}
+        assert sorted(ids) == ["Ana has a cat.", "Ana likes tea."]
+        entries = ["  Ana likes tea.", "Ana rides a bike.", "Ana rides a bike."]
+        second = await call(client, "add_memory", {"entries": entries})
+    assert second["stored"] == 3
+    [bike] = second["new"]
+    assert bike["content"] == "Ana rides a bike." and bike["store_name"] == "memory"
+    assert second["already_stored"] == [
+        {"content": "  Ana likes tea.", "store_name": "memory", "id": ids["Ana likes tea."]},
+        {"content": "Ana rides a bike.", "store_name": "memory", "id": bike["id"]},
+    ]
+    assert await stored(db) == ["Ana has a cat.", "Ana likes tea.", "Ana rides a bike."]
+
+
+async def test_add_stores_metadata_and_a_ttl(db: Path) -> None:
+    arguments = {"entries": ["Ana flies on Friday."], "metadata": {"topic": "travel"}, "ttl": 3600}
+    async with connected(stdio_client("--db", str(db))) as client:
+        [added] = (await call(client, "add_memory", arguments))["new"]
+        await call(client, "add_memory", {"entries": ["Ana is from Porto."]})
+    async with SQLiteStore(db, writable=False) as store:
+        flight = await store.get(added["id"])
+        [porto] = [r for r in await store.list() if r.id != added["id"]]
+    assert flight is not None and flight.metadata == {"topic": "travel"}
+    assert flight.expires_at is not None and flight.expires_at > flight.created_at
+    assert (porto.metadata, porto.expires_at) == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"metadata": "travel"}, "metadata\n  should be an object"),
+        ({"metadata": ["travel"]}, "metadata\n  should be an object"),
+        ({"ttl": "an hour"}, "ttl\n  should be a number"),
+        ({"ttl": 0}, "ttl: expected a positive number of seconds, got 0"),
+        ({"ttl": -60}, "ttl: expected a positive number of seconds, got -60"),
+        ({"ttl": True}, "ttl\n  should be a number"),
+    ],
+)
+async def test_add_refuses_bad_metadata_and_ttl_naming_them(
+    db: Path, arguments: dict[str, Any], message: str
+) -> None:
+    async with connected(stdio_client("--db", str(db))) as client:
+        error = await tool_error(client, "add_memory", {"entries": ["Ana sings."], **arguments})
+        assert message in error
+        assert await contents(client, "sings") == []
+
+
+async def test_add_with_a_ttl_to_a_store_that_cannot_expire_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "memory.json"
+    async with connected(stdio_client("--path", str(path))) as client:
+        arguments = {"entries": ["Ana sings."], "ttl": 60}
+        error = await tool_error(client, "add_memory", arguments)
+        assert "ttl: the store memory cannot forget memories after a time" in error
+        assert (await call(client, "add_memory", {"entries": ["Ana sings."]}))["stored"] == 1
 
 
 async def test_read_only_server_offers_no_writes(db: Path) -> None:
@@ -262,6 +326,123 @@ async def test_stdio_server_ends_when_its_client_leaves_mid_call(db: Path) -> No
     assert len(await stored(db)) in (0, len(entries))  # one batch, one transaction: all or nothing
 
 
+class RawStdio:
+    """A stdio server spoken to line by line, as a client that sends anything would."""
+
+    def __init__(self, *arguments: str) -> None:
+        self.process = subprocess.Popen(
+            server_command(*arguments),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+
+    def send(self, line: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line + b"\n")
+        self.process.stdin.flush()
+
+    def reply(self) -> Any:
+        """The next line the server writes, parsed; fails if none comes within TIMEOUT."""
+        assert self.process.stdout is not None
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.process.stdout, selectors.EVENT_READ)
+            assert selector.select(TIMEOUT), "the server did not answer"
+        line = self.process.stdout.readline()
+        assert line, "the server ended"
+        return json.loads(line)
+
+    def close(self) -> tuple[int, str]:
+        assert self.process.stdin is not None and self.process.stderr is not None
+        self.process.stdin.close()
+        code = self.process.wait(TIMEOUT)
+        return code, self.process.stderr.read().decode()
+
+
+def tool_call(request_id: int, tool: str, arguments_json: str) -> bytes:
+    """A tools/call line whose arguments are written as given (JSON text, escapes and all)."""
+    return (
+        f'{{"jsonrpc": "2.0", "id": {request_id}, "method": "tools/call", '
+        f'"params": {{"name": "{tool}", "arguments": {arguments_json}}}}}'
+    ).encode()
+
+
+@pytest.fixture
+def raw_stdio(db: Path) -> Iterator[RawStdio]:
+    server = RawStdio("--db", str(db), "--allow-forget")
+    handshake = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    }
+    server.send(jsonrpc({"id": 0, "method": "initialize", "params": handshake}).strip().encode())
+    assert server.reply()["id"] == 0
+    server.send(jsonrpc({"method": "notifications/initialized"}).strip().encode())
+    try:
+        yield server
+    finally:
+        if server.process.poll() is None:
+            server.process.kill()
+            server.process.wait(TIMEOUT)
+        for pipe in (server.process.stdin, server.process.stdout, server.process.stderr):
+            assert pipe is not None
+            pipe.close()
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "where"),
+    [
+        # What a JavaScript client sends for an emoji cut in half: a lone high surrogate.
+        ("search_memory", r'{"query": "sushi \ud83c"}', "params.arguments.query"),
+        ("add_memory", r'{"entries": ["ok", "Ana loves \ud83c"]}', "params.arguments.entries[1]"),
+        ("forget_memory", r'{"ids": ["\udc00"]}', "params.arguments.ids[0]"),
+    ],
+)
+def test_stdio_answers_text_that_is_not_unicode_at_once_and_goes_on(
+    raw_stdio: RawStdio, db: Path, tool: str, arguments: str, where: str
+) -> None:
+    raw_stdio.send(tool_call(7, tool, arguments))
+    answer = raw_stdio.reply()
+    assert answer["id"] == 7
+    assert answer["error"]["code"] == -32602
+    assert where in answer["error"]["message"]
+    assert "lone surrogate" in answer["error"]["message"]
+    raw_stdio.send(tool_call(8, "add_memory", '{"entries": ["Ana loves sushi."]}'))
+    answer = raw_stdio.reply()
+    assert (answer["id"], answer["result"]["isError"]) == (8, False)
+    assert json.loads(answer["result"]["content"][0]["text"])["stored"] == 1
+    code, stderr = raw_stdio.close()
+    assert code == 0, stderr
+    assert anyio.run(stored, db) == ["Ana loves sushi."]
+
+
+@pytest.mark.parametrize(
+    ("line", "code", "answer_id"),
+    [
+        (b"this is not JSON", -32700, None),
+        (b'{"jsonrpc": "2.0", "id": 5, "method": "tools/call"', -32700, None),  # cut short
+        (b"[]", -32600, None),
+        (b'{"id": 6}', -32600, 6),
+        # Bytes that are not UTF-8: answered with the request's id too.
+        (
+            tool_call(9, "search_memory", '{"query": "cafe"}').replace(b"cafe", b"caf\xe9"),
+            -32602,
+            9,
+        ),
+    ],
+)
+def test_stdio_answers_a_line_it_cannot_read_and_goes_on(
+    raw_stdio: RawStdio, line: bytes, code: int, answer_id: int | None
+) -> None:
+    raw_stdio.send(line)
+    answer = raw_stdio.reply()
+    assert answer["id"] == answer_id
+    assert answer["error"]["code"] == code
+    raw_stdio.send(tool_call(10, "search_memory", '{"query": "anything"}'))
+    assert raw_stdio.reply()["result"]["content"][0]["text"] == "[]"
+    assert raw_stdio.close()[0] == 0
+
+
 # HTTP -------------------------------------------------------------------------------------
 
 
@@ -347,7 +528,8 @@ async def test_http_lists_adds_searches_and_forgets(http_server: HttpServer) -> 
         "",
         "Bearer wrong-token",
         f"Bearer {TOKEN}x",
-        f"bearer {TOKEN}",
+        f"Bearer {TOKEN.upper()}",
+        f"Bearer  {TOKEN}",
         TOKEN,
         f"Basic {TOKEN}",
     ],
@@ -372,7 +554,33 @@ async def test_http_refuses_a_wrong_or_missing_token_before_any_tool_runs(
             )
             assert response.status_code == 401, (method, path)
             assert response.headers["www-authenticate"] == "Bearer"
+            # A JSON-RPC error, which an MCP client can show.
+            body = response.json()
+            assert body["jsonrpc"] == "2.0" and body["id"] is None
+            assert "Authorization: Bearer <token>" in body["error"]["message"]
     assert not [c for c in await stored(http_server.db) if "Intruder" in c]
+
+
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER", "bEaReR"])
+async def test_http_takes_the_scheme_in_any_case(http_server: HttpServer, scheme: str) -> None:
+    http = httpx2.AsyncClient(headers={"Authorization": f"{scheme} {TOKEN}"}, timeout=TIMEOUT)
+    client = Client(streamable_http_client(http_server.url, http_client=http))
+    async with http, connected(client):
+        assert await contents(client, "nothing like this") == []
+
+
+def leaves(error: BaseException) -> list[BaseException]:
+    """The exceptions inside ``error``, groups opened (the SDK raises from a task group)."""
+    inner: tuple[BaseException, ...] = getattr(error, "exceptions", ())  # a group, on 3.10 too
+    return [leaf for one in inner for leaf in leaves(one)] if inner else [error]
+
+
+async def test_http_sdk_client_with_a_wrong_token_reads_why(http_server: HttpServer) -> None:
+    with pytest.raises(Exception) as raised:  # noqa: B017  (checked below, inside its group)
+        async with http_session(http_server.url, "wrong-token-wrong-token"):
+            pass
+    [refusal] = [e for e in leaves(raised.value) if isinstance(e, MCPError)]
+    assert "unauthorized: send the header 'Authorization: Bearer <token>'" in str(refusal)
 
 
 @pytest.mark.parametrize("token", [None, "wrong-token"])
@@ -454,14 +662,319 @@ def test_http_generates_a_token_and_prints_it_once(tmp_path: Path) -> None:
 
 
 def test_http_takes_the_token_from_the_environment(tmp_path: Path) -> None:
-    for server in start_http(tmp_path / "env.db", env={"AGENTRECALL_MCP_TOKEN": "from-env"}):
+    for server in start_http(
+        tmp_path / "env.db", env={"AGENTRECALL_MCP_TOKEN": "token-from-the-environment"}
+    ):
         assert "Bearer <token>" not in server.stderr
 
         async def use(url: str) -> None:
-            async with http_session(url, "from-env") as client:
+            async with http_session(url, "token-from-the-environment") as client:
                 assert await contents(client, "anything") == []
 
         anyio.run(use, server.url)
+
+
+STOP_SIGNALS = [signal.SIGINT, signal.SIGTERM]
+
+
+def stopping(number: signal.Signals) -> str:
+    return f"agentrecall: note: {number.name}: stopping once the requests in flight are answered"
+
+
+def block_stop_signals() -> None:
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+
+
+@pytest.mark.parametrize("number", STOP_SIGNALS, ids=lambda number: number.name)
+def test_http_a_signal_before_it_serves_stops_it_in_one_line(
+    tmp_path: Path, number: signal.Signals
+) -> None:
+    # Started with the signal blocked and sent it at once: it is held, whatever the
+    # scheduling, until the command takes the signals over, which is before anything starts.
+    command = server_command("--http", "--port", "0", "--db", str(tmp_path / "m.db"))
+    with subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=block_stop_signals,
+        env={**os.environ, "AGENTRECALL_MCP_TOKEN": TOKEN},
+    ) as process:
+        process.send_signal(number)
+        _, stderr = process.communicate(timeout=TIMEOUT)
+    assert process.returncode == 0, stderr
+    assert stderr.splitlines() == [stopping(number)]
+
+
+def test_http_two_signals_before_it_serves_give_up_in_one_line(tmp_path: Path) -> None:
+    command = server_command("--http", "--port", "0", "--db", str(tmp_path / "m.db"))
+    with subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=block_stop_signals,
+        env={**os.environ, "AGENTRECALL_MCP_TOKEN": TOKEN},
+    ) as process:
+        process.send_signal(signal.SIGINT)  # both held until the command takes them over
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=TIMEOUT)
+    assert process.returncode == 130, stderr
+    assert stderr.splitlines() == ["agentrecall: error: interrupted"]
+
+
+@pytest.mark.parametrize("number", STOP_SIGNALS, ids=lambda number: number.name)
+def test_http_a_signal_once_it_serves_stops_it_in_one_line(
+    tmp_path: Path, number: signal.Signals
+) -> None:
+    for server in start_http(tmp_path / "m.db", "--token", TOKEN):
+        server.process.send_signal(number)
+        assert server.process.stderr is not None
+        rest = server.process.stderr.read()
+        assert server.process.wait(TIMEOUT) == 0, rest
+        assert rest.splitlines() == [stopping(number)]
+
+
+# A server whose adds wait, once they reach the store, for the test to let them go on: each
+# writes a byte to the fd ARRIVED, then reads one from the fd GATE.
+GATED = """\
+import asyncio, os, runpy, sys
+from agentrecall import SQLiteStore
+arrived, gate = int(os.environ["ARRIVED"]), int(os.environ["GATE"])
+real = SQLiteStore.add
+async def gated(self, *args, **kwargs):
+    os.write(arrived, b"!")
+    await asyncio.to_thread(os.read, gate, 1)
+    return await real(self, *args, **kwargs)
+SQLiteStore.add = gated
+sys.argv[0] = "agentrecall"
+runpy.run_module("agentrecall", run_name="__main__")
+"""
+
+
+ACCEPT = "application/json, text/event-stream"
+
+
+def sse_results(stream: str) -> list[Any]:
+    """The tool results in an event stream's ``data:`` lines, parsed from their JSON text."""
+    messages = [json.loads(line[5:]) for line in stream.splitlines() if line.startswith("data:")]
+    return [json.loads(m["result"]["content"][0]["text"]) for m in messages if "result" in m]
+
+
+def wait_readable(fd: int) -> None:
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        assert selector.select(TIMEOUT), "nothing came"
+
+
+@pytest.mark.parametrize("number", STOP_SIGNALS, ids=lambda number: number.name)
+async def test_http_a_signal_lets_the_call_in_flight_finish(
+    tmp_path: Path, number: signal.Signals
+) -> None:
+    db = tmp_path / "m.db"
+    arrived_read, arrived_write = os.pipe()
+    gate_read, gate_write = os.pipe()
+    command = [sys.executable, "-c", GATED, "mcp", "--http", "--port", "0", "--db", str(db)]
+    environment = {
+        **os.environ,
+        "AGENTRECALL_MCP_TOKEN": TOKEN,
+        "ARRIVED": str(arrived_write),
+        "GATE": str(gate_read),
+    }
+    process = subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environment,
+        pass_fds=(arrived_write, gate_read),
+    )
+    try:
+        url, _ = read_until(process, URL)
+        # Raw HTTP rather than the SDK's client, which says goodbye (DELETE) to a server that
+        # may be gone by then.
+        headers = {"Authorization": f"Bearer {TOKEN}", "Accept": ACCEPT}
+        async with httpx2.AsyncClient(headers=headers, timeout=TIMEOUT) as http:
+            opened = await http.post(url, json=INITIALIZE)
+            headers = {
+                "Mcp-Session-Id": opened.headers["mcp-session-id"],
+                "Mcp-Protocol-Version": "2025-06-18",
+            }
+            started = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            assert (await http.post(url, json=started, headers=headers)).status_code == 202
+            results: list[Any] = []
+            add = {"name": "add_memory", "arguments": {"entries": ["Kim likes tea."]}}
+            request = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": add}
+
+            async def add_memory() -> None:
+                response = await http.post(url, json=request, headers=headers)
+                results.extend(sse_results(response.text))
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(add_memory)
+                await anyio.to_thread.run_sync(wait_readable, arrived_read)  # in flight
+                process.send_signal(number)
+                pattern = re.compile(r"(stopping once the requests in flight)")
+                await anyio.to_thread.run_sync(read_until, process, pattern)
+                os.write(gate_write, b"!")  # only now may the call go on
+        assert [result["stored"] for result in results] == [1]
+        assert process.wait(TIMEOUT) == 0
+        assert process.stderr is not None
+        assert process.stderr.read() == ""  # nothing after the one line
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(TIMEOUT)
+        assert process.stderr is not None
+        process.stderr.close()
+        for fd in (arrived_read, arrived_write, gate_read, gate_write):
+            os.close(fd)
+    assert await stored(db) == ["Kim likes tea."]
+
+
+# Sessions --------------------------------------------------------------------------------
+
+
+class Clock:
+    """A monotonic clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@asynccontextmanager
+async def in_process_http(db: Path, limits: SessionLimits) -> AsyncIterator[str]:
+    """An HTTP server in this process (real sockets on loopback); yields its URL."""
+    manager = MemoryManager([SQLiteStore(db)], add_tool=True)
+    ready = anyio.Event()
+    urls: list[str] = []
+
+    def announce(url: str) -> None:
+        urls.append(url)
+        ready.set()
+
+    server = memory_server(manager)
+    async with anyio.create_task_group() as group:
+        serving = functools.partial(
+            serve_http, host="127.0.0.1", port=0, token=TOKEN, sessions=limits
+        )
+        group.start_soon(functools.partial(serving, server, announce=announce))
+        with anyio.fail_after(TIMEOUT):
+            await ready.wait()
+        yield urls[0]
+        group.cancel_scope.cancel()
+
+
+async def open_session(http: httpx2.AsyncClient, url: str) -> str:
+    """Open a session as a client would, and leave it (abandoned); return its id."""
+    opened = await http.post(url, json=INITIALIZE)
+    assert opened.status_code == 200, opened.text
+    session: str = opened.headers["mcp-session-id"]
+    started = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert (await http.post(url, json=started, headers=of(session))).status_code == 202
+    return session
+
+
+def of(session: str) -> dict[str, str]:
+    return {"Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-06-18"}
+
+
+async def alive(http: httpx2.AsyncClient, url: str, session: str) -> bool:
+    ping = {"jsonrpc": "2.0", "id": 99, "method": "ping"}
+    response = await http.post(url, json=ping, headers=of(session))
+    assert response.status_code in (200, 404), response.text
+    return response.status_code == 200
+
+
+def loopback_http() -> httpx2.AsyncClient:
+    headers = {"Authorization": f"Bearer {TOKEN}", "Accept": ACCEPT}
+    return httpx2.AsyncClient(headers=headers, timeout=TIMEOUT)
+
+
+async def test_http_sessions_idle_too_long_end(db: Path) -> None:
+    clock = Clock()
+    limits = SessionLimits(idle_timeout=600, clock=clock)
+    async with in_process_http(db, limits) as url, loopback_http() as http:
+        first = await open_session(http, url)
+        clock.now += 100
+        second = await open_session(http, url)
+        clock.now += 599  # the first has been idle 699 s, the second 599 s
+        third = await open_session(http, url)  # every new session sweeps first
+        assert not await alive(http, url, first)
+        assert await alive(http, url, second) and await alive(http, url, third)
+        clock.now += 600  # both idle for 600 s now: the next sweep ends them
+        fourth = await open_session(http, url)
+        assert [await alive(http, url, s) for s in (second, third, fourth)] == [
+            False,
+            False,
+            True,
+        ]
+
+
+async def test_http_sessions_are_capped_ending_the_longest_idle(db: Path) -> None:
+    clock = Clock()
+    limits = SessionLimits(idle_timeout=600, max_sessions=3, clock=clock)
+    async with in_process_http(db, limits) as url, loopback_http() as http:
+        sessions = []
+        for _ in range(3):
+            sessions.append(await open_session(http, url))
+            clock.now += 1
+        assert await alive(http, url, sessions[0])  # now the most recently active
+        clock.now += 1
+        for _ in range(20):  # abandoned sessions, one after another: never more than 3
+            sessions.append(await open_session(http, url))
+            clock.now += 1
+        kept = [s for s in sessions if await alive(http, url, s)]
+        assert kept == sessions[-3:]
+        assert len(set(sessions)) == len(sessions)
+
+
+async def test_http_a_busy_session_is_never_ended_to_make_room(db: Path) -> None:
+    clock = Clock()
+    limits = SessionLimits(idle_timeout=600, max_sessions=1, clock=clock)
+    async with in_process_http(db, limits) as url, loopback_http() as http:
+        busy = await open_session(http, url)
+        listening = {**of(busy), "Accept": "text/event-stream"}
+        # An open event stream (the client listening for the server's messages) is in flight.
+        async with http.stream("GET", url, headers=listening) as stream:
+            assert stream.status_code == 200
+            clock.now += 10_000
+            refused = await http.post(url, json=INITIALIZE)
+            assert refused.status_code == 503
+            assert refused.json()["error"]["message"].startswith("too many open sessions")
+            assert await alive(http, url, busy)
+        # The server notices the stream closed when its connection ends: until then it is
+        # still busy, and a new session is refused.
+        with anyio.fail_after(TIMEOUT):
+            while (await http.post(url, json=INITIALIZE)).status_code == 503:
+                await anyio.sleep(0.01)
+        assert not await alive(http, url, busy)  # idle, it made room
+
+
+def test_session_limits_refuse_nonsense() -> None:
+    with pytest.raises(InvalidArgumentError, match="idle_timeout: expected a positive number"):
+        SessionLimits(idle_timeout=0)
+    with pytest.raises(InvalidArgumentError, match="max_sessions: expected a whole number"):
+        SessionLimits(max_sessions=0)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (("--session-idle-timeout", "0"), "argument --session-idle-timeout: expected a positive"),
+        (("--max-sessions", "none"), "argument --max-sessions: expected a whole number from 1"),
+        (("--max-sessions", "0"), "argument --max-sessions: expected a whole number from 1"),
+    ],
+)
+def test_session_options_are_checked(
+    db: Path, capsys: pytest.CaptureFixture[str], flags: tuple[str, ...], message: str
+) -> None:
+    assert main(["mcp", "--db", str(db), "--http", "--token", TOKEN, *flags]) == 2
+    assert message in capsys.readouterr().err.splitlines()[-1]
+    assert not db.exists()
 
 
 def ipv6_loopback() -> bool:
@@ -525,6 +1038,8 @@ INITIALIZE = {
         (("--host", "0.0.0.0", "--http"), "--allow-remote"),
         (("--port", "9000"), "argument --port: only with --http"),
         (("--token", "t"), "argument --token: only with --http"),
+        (("--session-idle-timeout", "5m"), "argument --session-idle-timeout: only with --http"),
+        (("--max-sessions", "5"), "argument --max-sessions: only with --http"),
         (("--http", "--port", "70000"), "argument --port"),
         (("--read-only", "--allow-forget"), "not allowed with argument"),
     ],
@@ -539,11 +1054,60 @@ def test_usage_mistakes(
     assert not db.exists()
 
 
-@pytest.mark.parametrize("token", ["", "two words", "caf\u00e9"])
-def test_a_token_a_client_cannot_send_is_refused(
-    db: Path, capsys: pytest.CaptureFixture[str], token: str
+@pytest.mark.parametrize(
+    ("token", "message"),
+    [
+        ("two words and some more", "argument --token: a bearer token must be letters"),
+        (
+            "caf\u00e9-caf\u00e9-caf\u00e9-caf\u00e9",
+            "argument --token: a bearer token must be letters",
+        ),
+        ("", "argument --token: a bearer token needs at least 16 characters, got 0"),
+        ("abc", "argument --token: a bearer token needs at least 16 characters, got 3"),
+        ("x" * 15, "argument --token: a bearer token needs at least 16 characters, got 15"),
+    ],
+)
+def test_a_token_that_is_no_good_is_a_usage_mistake(
+    db: Path, capsys: pytest.CaptureFixture[str], token: str, message: str
 ) -> None:
-    assert main(["mcp", "--db", str(db), "--http", "--token", token]) == 1
-    [line] = capsys.readouterr().err.splitlines()
-    assert "--token: a bearer token must be" in line
+    assert main(["mcp", "--db", str(db), "--http", "--token", token]) == 2
+    line = capsys.readouterr().err.splitlines()[-1]
+    assert line == f"agentrecall: error: {message}" or line.startswith(
+        f"agentrecall: error: {message}"
+    )
     assert not db.exists()
+
+
+def test_the_help_states_the_minimum_the_server_enforces() -> None:
+    from agentrecall.cli import mcp_command
+    from agentrecall.mcp import auth
+
+    assert mcp_command.MIN_TOKEN_LENGTH == auth.MIN_TOKEN_LENGTH
+    assert f"at least {auth.MIN_TOKEN_LENGTH} visible ASCII characters" in mcp_command.EPILOG
+
+
+def test_a_short_token_in_the_environment_is_refused_naming_it(
+    db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENTRECALL_MCP_TOKEN", "short")
+    assert main(["mcp", "--db", str(db), "--http"]) == 1
+    [line] = capsys.readouterr().err.splitlines()
+    assert "$AGENTRECALL_MCP_TOKEN: a bearer token needs at least 16 characters" in line
+    assert not db.exists()
+
+
+def test_a_port_taken_is_one_error_and_no_token(tmp_path: Path) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = str(taken.getsockname()[1])
+        environment = {k: v for k, v in os.environ.items() if k != "AGENTRECALL_MCP_TOKEN"}
+        result = subprocess.run(
+            server_command("--http", "--port", port, "--db", str(tmp_path / "m.db")),
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+            env=environment,
+            stdin=subprocess.DEVNULL,
+        )
+    assert result.returncode == 1
+    [line] = result.stderr.splitlines()  # the error alone: no token for a server that never ran
+    assert line.startswith("agentrecall: error: cannot listen on 127.0.0.1 port " + port)

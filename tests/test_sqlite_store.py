@@ -481,7 +481,7 @@ def test_fsync_must_be_a_bool() -> None:
 async def test_works_inside_our_manager(store: SQLiteStore) -> None:
     manager = MemoryManager([store], add_tool=True)
     add_memory = next(t for t in manager.tools if t.name == "add_memory")
-    assert json.loads(await add_memory(entries=["The user is vegetarian."])) == {"stored": 1}
+    assert json.loads(await add_memory(entries=["The user is vegetarian."]))["stored"] == 1
     hits = await manager.search("Is the user vegetarian?")
     assert [(h.content, h.store_name) for h in hits] == [("The user is vegetarian.", "memory")]
 

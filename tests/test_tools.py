@@ -21,6 +21,7 @@ from memory_doubles import (
     SearchOnlyStore,
     reference_stores,
 )
+from strict_schema import assert_strict_schema, defaults_that_do_not_fit
 
 from agentrecall import JsonFileStore
 from agentrecall.errors import AggregateMemoryError, InvalidArgumentError
@@ -46,6 +47,17 @@ def without_descriptions(schema: Any) -> Any:
     return schema
 
 
+def without_null_defaults(schema: Any) -> Any:
+    """The reference's schema without its ``"default": null``, which ours leaves out."""
+    if isinstance(schema, dict):
+        return {
+            k: without_null_defaults(v)
+            for k, v in schema.items()
+            if not (k == "default" and v is None)
+        }
+    return schema
+
+
 @pytest.fixture
 def stores(tmp_path: Path) -> list[JsonFileStore]:
     return reference_stores(tmp_path)
@@ -65,8 +77,13 @@ def test_schemas_match_the_reference_apart_from_wording(
 ) -> None:
     ours = tools[name].input_schema
     reference = SPECS[name]["inputSchema"]["json"]
-    assert without_descriptions(ours) == without_descriptions(reference)
-    assert list(ours["properties"]) == list(reference["properties"])
+    # add_memory's metadata and ttl go beyond the reference, after its properties.
+    extensions = {"search_memory": [], "add_memory": ["metadata", "ttl"]}[name]
+    shared = without_descriptions(ours)
+    for extension in extensions:
+        del shared["properties"][extension]
+    assert shared == without_null_defaults(without_descriptions(reference))
+    assert list(ours["properties"]) == [*reference["properties"], *extensions]
     for prop in ours["properties"].values():
         assert prop["description"].strip()
 
@@ -93,6 +110,16 @@ def test_descriptions_without_described_stores_have_no_store_list(tmp_path: Path
     store = JsonFileStore(name="plain", path=tmp_path / "plain.json")
     for tool in MemoryManager([store], add_tool=True, forget_tool=True).tools:
         assert "\n\n" not in tool.description and "plain" not in tool.description
+
+
+def test_every_schema_is_one_strict_validators_accept(stores: list[JsonFileStore]) -> None:
+    manager = MemoryManager(stores, add_tool=True, forget_tool=True)
+    assert [tool.name for tool in manager.tools] == ["search_memory", "add_memory", "forget_memory"]
+    for tool in manager.tools:
+        assert_strict_schema(tool.input_schema)
+    # The rule itself: the reference's "default": null on an integer is what it refuses.
+    reference = SPECS["search_memory"]["inputSchema"]["json"]
+    assert defaults_that_do_not_fit(reference) != []
 
 
 def test_converters_give_each_api_its_shape(tools: dict[str, MemoryTool]) -> None:
@@ -220,10 +247,18 @@ async def test_ids_come_back_only_when_forgetting_is_on(stores: list[JsonFileSto
 # --- add_memory --------------------------------------------------------------------------------
 
 
-async def test_add_result_texts_match_the_reference(tools: dict[str, MemoryTool]) -> None:
-    assert await tools["add_memory"](entries=["Likes tea"]) == seen_text("add_memory success")
+async def test_add_result_counts_as_the_reference_and_says_what_was_there(
+    tools: dict[str, MemoryTool],
+) -> None:
+    first = json.loads(await tools["add_memory"](entries=["Likes tea"]))
+    assert first["stored"] == json.loads(seen_text("add_memory success"))["stored"]
     payload = json.loads(await tools["add_memory"](entries=["Likes tea", "Lives in Oslo"]))
-    assert payload == MANAGER["add_memory_payload"]  # a deduplicated entry still counts
+    # A deduplicated entry still counts, as in the reference, and is said to be there already.
+    assert payload["stored"] == MANAGER["add_memory_payload"]["stored"]
+    assert [i["content"] for i in first["new"]] == ["Likes tea", "Likes tea"]  # both stores
+    assert payload["already_stored"] == first["new"]  # the same memories, ids and all
+    assert [i["content"] for i in payload["new"]] == ["Lives in Oslo", "Lives in Oslo"]
+    assert [i["store_name"] for i in payload["new"]] == [i["store_name"] for i in first["new"]]
 
 
 async def test_add_writes_every_entry_to_every_store(stores: list[JsonFileStore]) -> None:
@@ -265,7 +300,7 @@ async def test_add_targets_the_allowlist_and_refuses_other_stores(tmp_path: Path
     manager = MemoryManager([a, b, read_only], add_tool=AddToolConfig(stores=[b]))
     add = tools_of(manager)["add_memory"]
     assert "- b: second" in add.description and "- a: first" not in add.description
-    assert await add(entries=["x"]) == '{"stored": 1}'
+    assert json.loads(await add(entries=["x"]))["stored"] == 1
     assert (a.adds, b.adds) == ([], [("x", None)])
     for outside in (["a"], ["r"]):
         text = await add(entries=["y"], stores=outside)

@@ -6,7 +6,7 @@ memory contract, so a store of ours can be handed to a Strands ``MemoryManager``
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
 __all__ = [
@@ -55,9 +55,17 @@ class MemoryEntry:
 
 @dataclass(frozen=True, slots=True)
 class AddResult:
-    """What ``add`` returns: the id of the new memory, or of the existing identical one."""
+    """What ``add`` returns: the id of the new memory, or of the existing identical one.
+
+    Attributes:
+        id: the memory's id.
+        created: ``True`` when this add stored a new memory, ``False`` when identical content
+            was already there (``id`` is then that memory's), ``None`` when the store does not
+            say. Not compared: two results for the same memory are equal.
+    """
 
     id: str
+    created: bool | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,16 +16,24 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from agentrecall.cli import opening, report
+from agentrecall.cli import opening, report, values
 from agentrecall.stores.base import MemoryStore
 
 if TYPE_CHECKING:
+    from agentrecall._internal.stopping import Stop
+    from agentrecall.mcp import SessionLimits
     from agentrecall.memory.manager import MemoryManager
 
 TOKEN_ENV = "AGENTRECALL_MCP_TOKEN"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
-HTTP_ONLY = ("host", "port", "token", "allow_remote")
+HTTP_ONLY = ("host", "port", "token", "allow_remote", "session_idle_timeout", "max_sessions")
+DEFAULT_IDLE = "30m"
+DEFAULT_MAX_SESSIONS = 1000
+HEADER = "Authorization: Bearer <token>"
+# The minimum length of a token, as agentrecall.mcp.auth checks it (not imported: the SDK
+# is loaded only when the server runs).
+MIN_TOKEN_LENGTH = 16
 
 EPILOG = f"""\
 Without --http the server speaks MCP on stdin and stdout, the way desktop and IDE clients
@@ -44,18 +52,29 @@ AGENTRECALL_HOME defaults to ~/.agentrecall):
 
 The tools are search_memory and, unless --read-only, add_memory; forget_memory only with
 --allow-forget. A tool that fails answers with an error the model can read; the server goes on.
+add_memory says which entries were new and which were already stored (with ids), and takes
+optional metadata (a JSON object) and ttl (seconds; SQLite and PostgreSQL stores). Over stdio
+a line that is not a readable JSON-RPC message (not JSON, or text with a lone surrogate such as
+half an emoji) is answered with a JSON-RPC error at once.
 
 With --http the server listens at http://{DEFAULT_HOST}:{DEFAULT_PORT}/mcp (--port 0 takes a free
 port; the URL is printed on stderr), and every request needs the header "Authorization:
-Bearer TOKEN" or is refused with 401 before anything runs. The token is --token, else
-${TOKEN_ENV} (better: a command line is visible to other users), else a new one
-printed once on stderr. It guards every memory, reads included, because any program on this
-machine can reach a loopback port. Over stdio no token is needed: only the client that
-started the server can talk to it. Another address needs --host ADDRESS --allow-remote, and
-the token still; the server speaks plain HTTP, so reach it from other machines through TLS
-(a reverse proxy) or a tunnel.
+Bearer TOKEN" (the scheme in any case) or is refused with 401 and a JSON-RPC error before
+anything runs. The token is --token, else ${TOKEN_ENV} (better: a command line is
+visible to other users), else a new one printed once on stderr when the server listens; a
+token has at least {MIN_TOKEN_LENGTH} visible ASCII characters. It guards every memory, reads
+included, because any program on this machine can reach a loopback port. Over stdio no token
+is needed: only the client that started the server can talk to it. Another address needs
+--host ADDRESS --allow-remote, and the token still; the server speaks plain HTTP, so reach it
+from other machines through TLS (a reverse proxy) or a tunnel.
 
-Stop the server by closing its stdin (stdio) or with Ctrl-C or SIGTERM (HTTP).
+A session with no request in flight for --session-idle-timeout ({DEFAULT_IDLE} by default)
+ends (its client opens a new one), and at most --max-sessions ({DEFAULT_MAX_SESSIONS}) are
+open: one more ends the session idle the longest.
+
+Stop the server by closing its stdin (stdio) or with Ctrl-C or SIGTERM (HTTP), at any moment:
+it prints one line, stops accepting connections, answers the requests in flight and exits
+with status 0.
 
 example:
   agentrecall mcp --user-id alice
@@ -78,6 +97,18 @@ def add_parser(commands: Any, common: argparse.ArgumentParser, *, default: str) 
     parser.add_argument(
         "--allow-remote", action="store_true", help="allow a --host other than loopback"
     )
+    parser.add_argument(
+        "--session-idle-timeout",
+        type=values.duration,
+        metavar="TIME",
+        help=f"end a session idle this long: seconds, or 90m, 12h (default {DEFAULT_IDLE})",
+    )
+    parser.add_argument(
+        "--max-sessions",
+        type=_count,
+        metavar="N",
+        help=f"the most sessions open at once (default {DEFAULT_MAX_SESSIONS})",
+    )
     writes = parser.add_mutually_exclusive_group()
     writes.add_argument("--read-only", action="store_true", help="open the store read-only")
     writes.add_argument("--allow-forget", action="store_true", help="offer forget_memory too")
@@ -86,6 +117,12 @@ def add_parser(commands: Any, common: argparse.ArgumentParser, *, default: str) 
 
 def _serve(args: argparse.Namespace, parser: argparse.ArgumentParser, default: str) -> int:
     _check(args, parser)
+    stop = None
+    if args.http:
+        from agentrecall._internal.stopping import Stop  # no SDK import: it guards the imports too
+
+        stop = Stop(_stopping)
+        stop.install()  # from here on, a signal stops the server gracefully, even now
     from agentrecall.memory.manager import MemoryManager  # only the server needs it loaded
 
     try:
@@ -98,7 +135,7 @@ def _serve(args: argparse.Namespace, parser: argparse.ArgumentParser, default: s
             f"argument --host: {host} is not a loopback address; add --allow-remote to serve "
             "other machines (they need the token too)"
         )
-    token = _token(args) if args.http else None
+    token = _token(args, parser) if args.http else None
     args.creates = not args.read_only  # a server that may add creates its store's file
     store = opening.scoped(
         opening.open_store(args, default=default, writable=not args.read_only), args
@@ -110,42 +147,92 @@ def _serve(args: argparse.Namespace, parser: argparse.ArgumentParser, default: s
         injection=False,
         report_failed_searches=True,  # a client must tell a failed search from no results
     )
-    asyncio.run(_run(manager, store, args, token))
+    asyncio.run(_run(manager, store, args, token, stop))
     return report.OK
 
 
 async def _run(
-    manager: MemoryManager, store: MemoryStore, args: argparse.Namespace, token: str | None
+    manager: MemoryManager,
+    store: MemoryStore,
+    args: argparse.Namespace,
+    token: tuple[str, bool] | None,
+    stop: Stop | None,
 ) -> None:
     from agentrecall.mcp import memory_server, serve_http, serve_stdio
 
     server = memory_server(manager)
     try:
+        if stop is not None:
+            stop.attach()
         await manager.initialize()  # a store that cannot be opened fails before any client
         _log_to_stderr()
         if token is None:
             await serve_stdio(server)
-        else:
+        elif stop is None or not stop.requested:
+            secret, generated = token
             host, port = args.host or DEFAULT_HOST, DEFAULT_PORT if args.port is None else args.port
-            await serve_http(server, host=host, port=port, token=token, announce=_announce)
+
+            def announce(url: str) -> None:
+                if generated:  # printed only now: a server that failed to start has no token
+                    report.note(
+                        f"MCP bearer token (send 'Authorization: Bearer <token>'): {secret}"
+                    )
+                report.note(f"serving MCP over streamable HTTP at {url}")
+
+            await serve_http(
+                server,
+                host=host,
+                port=port,
+                token=secret,
+                announce=announce,
+                stop=stop,
+                sessions=_limits(args),
+            )
     finally:
         aclose = getattr(store, "aclose", None)
         if aclose is not None:
             await aclose()
 
 
-def _token(args: argparse.Namespace) -> str:
-    """Return the token from ``--token``, else the environment, else a new one (announced)."""
+def _token(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple[str, bool]:
+    """Return the token from ``--token``, else the environment, else a new one; and whether new.
+
+    A ``--token`` that is no good is a usage mistake (status 2) naming the option.
+    """
+    from agentrecall.errors import InvalidArgumentError
     from agentrecall.mcp import check_token, new_token
 
     if args.token is not None:
-        return check_token(args.token, "--token")
+        try:
+            return check_token(args.token, "argument --token"), False
+        except InvalidArgumentError as error:
+            parser.error(str(error))
     configured = os.environ.get(TOKEN_ENV, "").strip()
     if configured:
-        return check_token(configured, f"${TOKEN_ENV}")
-    token = new_token()
-    report.note(f"MCP bearer token (send 'Authorization: Bearer <token>'): {token}")
-    return token
+        return check_token(configured, f"${TOKEN_ENV}"), False
+    return new_token(), True
+
+
+def _limits(args: argparse.Namespace) -> SessionLimits:
+    from agentrecall.mcp import SessionLimits
+
+    idle = args.session_idle_timeout or values.duration(DEFAULT_IDLE)
+    most = DEFAULT_MAX_SESSIONS if args.max_sessions is None else args.max_sessions
+    return SessionLimits(idle_timeout=idle.total_seconds(), max_sessions=most)
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1, got {text!r}")
+    return value
+
+
+def _stopping(name: str) -> None:
+    report.note(f"{name}: stopping once the requests in flight are answered")
 
 
 def _check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
@@ -181,10 +268,6 @@ def _log_to_stderr() -> None:
     if os.environ.get(report.DEBUG_ENV, "").strip() in ("", "0"):
         handler.setFormatter(_OneLine())
     logger.addHandler(handler)
-
-
-def _announce(url: str) -> None:
-    report.note(f"serving MCP over streamable HTTP at {url}")
 
 
 def _port(text: str) -> int:

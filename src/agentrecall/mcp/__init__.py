@@ -5,9 +5,10 @@ importing this package without it raises an ``ImportError`` that says so. ``impo
 agentrecall`` never imports it.
 
 * :func:`memory_server` turns a :class:`~agentrecall.MemoryManager`'s tools into an SDK server;
-* :func:`serve_stdio` serves one client over standard input and output;
+* :func:`serve_stdio` serves one client over standard input and output, answering every line
+  it cannot read with a JSON-RPC error;
 * :func:`serve_http` serves streamable HTTP, every request checked for a bearer token
-  (:func:`require_bearer`).
+  (:func:`require_bearer`), its sessions kept within :class:`SessionLimits`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 try:
     from agentrecall.mcp.auth import check_token, new_token, require_bearer
     from agentrecall.mcp.server import memory_server
+    from agentrecall.mcp.sessions import SessionLimits
     from agentrecall.mcp.transports import is_loopback, serve_http, serve_stdio
 except ImportError as error:
     raise ImportError(
@@ -27,6 +29,7 @@ __all__ = [
     "memory_server",
     "new_token",
     "require_bearer",
+    "SessionLimits",
     "serve_http",
     "serve_stdio",
 ]

@@ -46,8 +46,8 @@ from agentrecall.memory.writes import forget_in_store, leaves
 from agentrecall.messages import Message
 from agentrecall.models.base import ChatModel
 from agentrecall.stores.base import MemoryStore
-from agentrecall.stores.batches import add_batch, settle
-from agentrecall.types import JsonObject, MemoryEntry
+from agentrecall.stores.batches import add_batch_results, settle
+from agentrecall.types import AddResult, JsonObject, MemoryEntry
 
 __all__ = ["DEFAULT_MAX_SEARCH_RESULTS", "MemoryManager"]
 
@@ -157,7 +157,7 @@ class MemoryManager:
                     "make a store writable or leave add_tool off"
                 )
             scope = self._stores.add_tool_scope(add_config.stores)
-            tools.append(add_memory_tool(add_config, scope, self._add_names, self._spawn))
+            tools.append(add_memory_tool(add_config, scope, self._add_entries, self._spawn))
         if forget_config is not None:
             if not self._stores.forgetters:
                 raise InvalidArgumentError(
@@ -293,15 +293,36 @@ class MemoryManager:
                 gives each cause, and ``errors`` holds every underlying exception (nested
                 aggregates flattened), entry by entry in store order.
         """
+        await self._add_entries(contents, metadata, stores, None)
+
+    async def _add_entries(
+        self,
+        contents: Sequence[str],
+        metadata: JsonObject | None,
+        stores: Sequence[str] | None,
+        ttl: float | None,
+    ) -> list[tuple[str, list[AddResult | None]]]:
+        """Do :meth:`add_many` (with ``ttl`` for every store, if given); return what it did.
+
+        The result has one pair per target store, in order: the store's name and each entry's
+        :class:`~agentrecall.types.AddResult` (``None`` when the store returned none).
+
+        Raises:
+            InvalidArgumentError: as for :meth:`add`.
+            AggregateMemoryError: as for :meth:`add_many`.
+        """
         targets = self._add_targets(stores)
         batch = list(contents)
         if not batch:
-            return
+            return []
         await self.initialize()
         items = [(content, metadata) for content in batch]
-        per_store = await asyncio.gather(*(add_batch(store, items) for store in targets))
+        per_store = await asyncio.gather(
+            *(add_batch_results(store, items, ttl=ttl) for store in targets)
+        )
         causes = [
-            [leaf for errors in per_store for leaf in leaves(errors[i])] for i in range(len(batch))
+            [leaf for outcomes in per_store for leaf in leaves(_error(outcomes[i]))]
+            for i in range(len(batch))
         ]
         failed = [entry_causes for entry_causes in causes if entry_causes]
         if failed:
@@ -311,9 +332,10 @@ class MemoryManager:
                 + "; ".join(str(cause) for cause in flat),
                 flat,
             )
-
-    async def _add_names(self, contents: list[str], stores: list[str]) -> None:
-        await self.add_many(contents, stores=stores)
+        return [
+            (store.name, [o if isinstance(o, AddResult) else None for o in outcomes])
+            for store, outcomes in zip(targets, per_store, strict=True)
+        ]
 
     def _add_targets(self, stores: Sequence[str] | None) -> list[MemoryStore]:
         targets = self._stores.targets(stores, "add")
@@ -451,3 +473,7 @@ def _check_extraction_models(
                 "ModelExtractor nor the manager has one; pass model= to the manager or to "
                 "ModelExtractor"
             )
+
+
+def _error(outcome: AddResult | Exception | None) -> Exception | None:
+    return outcome if isinstance(outcome, Exception) else None

@@ -12,7 +12,9 @@ arguments against the schema, runs the tool and returns the text the model shoul
 
 The builders below make the manager's three tools. ``search_memory`` and ``add_memory`` have the
 names, input schemas, payloads and results of the Strands Agents memory tools, so a model (or a
-prompt) written for those works unchanged; the descriptions are agentrecall's own.
+prompt) written for those works unchanged; the descriptions are agentrecall's own. One
+deliberate difference: an optional property has no ``"default": null`` (a default its own
+``type`` refuses, which strict schema validators reject); leaving it out means the same.
 ``forget_memory`` goes beyond the reference.
 """
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import math
 import re
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,8 +32,8 @@ from typing import Any
 from agentrecall._internal.arguments import validate_arguments
 from agentrecall._internal.text import escape_surrogates
 from agentrecall.errors import InvalidArgumentError
-from agentrecall.stores.base import MemoryStore
-from agentrecall.types import JsonObject, MemoryEntry
+from agentrecall.stores.base import Capability, MemoryStore
+from agentrecall.types import AddResult, JsonObject, MemoryEntry
 
 __all__ = [
     "AddToolConfig",
@@ -49,6 +52,10 @@ ADD_MEMORY = "add_memory"
 FORGET_MEMORY = "forget_memory"
 
 SearchFunction = Callable[[str, list[str], int | None], Awaitable[list[MemoryEntry]]]
+AddFunction = Callable[
+    [list[str], JsonObject | None, list[str], float | None],
+    Awaitable[list[tuple[str, list[AddResult | None]]]],
+]
 
 # The name rule shared by OpenAI and Anthropic tool definitions.
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -94,9 +101,10 @@ class AddToolConfig:
             still appended).
         stores: the stores the tool may write to, by name or as store objects (matched by name);
             ``None`` allows every writable store with ``add``.
-        wait_for_writes: ``True`` returns ``{"stored": n}`` once every write finished and
-            reports failures to the model; ``False`` starts the writes in the background and
-            returns ``{"accepted": n}`` at once (failures are only logged).
+        wait_for_writes: ``True`` returns ``{"stored": n, "new": [...], "already_stored":
+            [...]}`` once every write finished and reports failures to the model; ``False``
+            starts the writes in the background and returns ``{"accepted": n}`` at once
+            (failures are only logged).
     """
 
     name: str | None = None
@@ -251,7 +259,6 @@ def _string_array(description: str) -> JsonObject:
     return {
         "type": "array",
         "items": {"type": "string"},
-        "default": None,
         "description": description,
     }
 
@@ -297,7 +304,6 @@ def search_memory_tool(
             "query": {"type": "string", "description": "What to recall, in words or a question."},
             "max_search_results": {
                 "type": "integer",
-                "default": None,
                 "description": "The most results to return from each store.",
             },
             "stores": _string_array("Names of the stores to search; leave out to search all."),
@@ -321,35 +327,63 @@ def _payload(entry: MemoryEntry, with_id: bool) -> JsonObject:
 def add_memory_tool(
     config: AddToolConfig,
     scope: Sequence[MemoryStore],
-    add_many: Callable[[list[str], list[str]], Coroutine[Any, Any, None]],
+    add_entries: AddFunction,
     spawn: Callable[[Coroutine[Any, Any, None]], None],
 ) -> MemoryTool:
     """Build the ``add_memory`` tool.
 
-    The model gives ``entries`` (facts) and optionally ``stores``. The result is
-    ``{"stored": n}`` (entries, not store writes; a deduplicated entry counts), or
-    ``{"accepted": n}`` when ``config.wait_for_writes`` is off.
+    The model gives ``entries`` (facts) and optionally ``stores``, ``metadata`` (a JSON
+    object stored with every entry) and ``ttl`` (seconds until the entries are forgotten; only
+    for stores with :attr:`~agentrecall.stores.base.Capability.EXPIRY`). The result is
+    ``{"stored": n, "new": [...], "already_stored": [...]}``: ``n`` counts the entries (a
+    deduplicated one too, as the reference does), and each list item is
+    ``{"content", "id", "store_name"}``, per store written to. An entry a store already held
+    (identical content, or an earlier entry of the same call) is under ``already_stored``
+    with the id of the memory that holds it; its ``metadata`` and ``ttl`` are not applied
+    (a store with expiry lets it live at least as long). A store that does not say whether
+    an entry was new (its ``AddResult`` has no ``created``) counts it as new. With
+    ``config.wait_for_writes`` off the result is ``{"accepted": n}`` at once.
 
     Args:
         config: name, description and write-mode options (its ``stores`` already applied to
             ``scope``).
         scope: the stores the tool may write to, in order.
-        add_many: ``add_many(entries, store_names)`` writing every entry to every named store
-            and raising ``AggregateMemoryError`` naming the entries that failed.
+        add_entries: ``add_entries(entries, metadata, store_names, ttl)`` writing every entry
+            to every named store and returning each store's name with each entry's result,
+            or raising ``AggregateMemoryError`` naming the entries that failed.
         spawn: runs a coroutine in the background (used when not waiting for writes).
     """
     name = _tool_name(config.name, ADD_MEMORY)
     names = [store.name for store in scope]
+    expiring = {store.name for store in scope if Capability.EXPIRY in _capabilities(store)}
 
-    async def run(entries: list[str], stores: list[str] | None) -> Any:
+    async def run(
+        entries: list[str],
+        stores: list[str] | None,
+        metadata: JsonObject | None,
+        ttl: float | None,
+    ) -> Any:
         if not entries:
             raise InvalidArgumentError(f"MemoryManager: {name} requires at least one entry")
+        if ttl is not None and not (math.isfinite(ttl) and ttl > 0):
+            raise InvalidArgumentError(
+                f"ttl: expected a positive number of seconds, got {json.dumps(ttl)}"
+            )
         targets = _pick_stores(stores, names, name)
+        lasting = [store for store in targets if store not in expiring]
+        if ttl is not None and lasting:
+            raise InvalidArgumentError(
+                f"ttl: the store{'s' if len(lasting) > 1 else ''} {', '.join(lasting)} cannot "
+                "forget memories after a time; leave ttl out, or name stores that can in stores"
+            )
         if not config.wait_for_writes:
-            spawn(add_many(entries, targets))
+
+            async def write() -> None:
+                await add_entries(entries, metadata, targets, ttl)
+
+            spawn(write())
             return {"accepted": len(entries)}
-        await add_many(entries, targets)
-        return {"stored": len(entries)}
+        return _added(entries, await add_entries(entries, metadata, targets, ttl))
 
     description = _describe(
         config.description or _ADD_TEXT,
@@ -367,10 +401,42 @@ def add_memory_tool(
                 "description": "The facts to save, one self-contained statement per item.",
             },
             "stores": _string_array("Names of the stores to save to; leave out to save to all."),
+            "metadata": {
+                "type": "object",
+                "description": "A JSON object stored with every entry, e.g. its topic.",
+            },
+            "ttl": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "description": "Seconds after which the entries are forgotten; leave out to "
+                "keep them.",
+            },
         },
         "required": ["entries"],
     }
     return MemoryTool(name, description, schema, run)
+
+
+def _added(entries: list[str], done: list[tuple[str, list[AddResult | None]]]) -> JsonObject:
+    """The ``add_memory`` result: what each store stored anew and what it already held."""
+    new: list[JsonObject] = []
+    held: list[JsonObject] = []
+    for store_name, results in done:
+        seen: set[str] = set()
+        for content, result in zip(entries, results, strict=True):
+            item: JsonObject = {"content": content, "store_name": store_name}
+            if result is None:
+                new.append(item)
+                continue
+            item["id"] = result.id
+            # An entry repeated in one call is already there the second time, in any store.
+            (held if result.created is False or result.id in seen else new).append(item)
+            seen.add(result.id)
+    return {"stored": len(entries), "new": new, "already_stored": held}
+
+
+def _capabilities(store: MemoryStore) -> Any:
+    return getattr(store, "capabilities", ())
 
 
 def forget_memory_tool(

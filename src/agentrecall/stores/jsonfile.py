@@ -429,11 +429,13 @@ class _Adder:
         changed = False
         for content, metadata in self.batch:
             existing = current.duplicate_of(content)
-            if existing is None:
-                record = new_record(new_id(), content, utc_timestamp(), copy_json(metadata))
-                current.append(record)
-                existing, changed = record["id"], True
-            results.append(AddResult(id=existing))
+            if existing is not None:
+                results.append(AddResult(id=existing, created=False))
+                continue
+            record = new_record(new_id(), content, utc_timestamp(), copy_json(metadata))
+            current.append(record)
+            changed = True
+            results.append(AddResult(id=record["id"], created=True))
         return results, changed
 
 

@@ -468,7 +468,7 @@ class PostgresStore(front.StoreFront):
             # unless a concurrent write got in the way: the next run's snapshot shows it.
             memory_id = await self._transaction(add, tables, alone=True)
             if memory_id is not None:
-                return AddResult(id=memory_id)
+                return AddResult(id=memory_id, created=memory_id == row[0])
 
     async def _add_many(self, batch: front.Items, expires_at: str | None) -> front.AddResults:
         # Each chunk is checked as it is built, in a thread; a bad item still stores nothing

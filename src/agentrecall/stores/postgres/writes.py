@@ -161,7 +161,7 @@ async def add(
     holders = {held[row[2]] for row in rows if held[row[2]] != row[0]}
     if holders:
         await outlive(connection, tables, sorted(holders), new.expires_at)
-    return [AddResult(id=held[row[2]]) for row in rows]
+    return [AddResult(id=held[row[2]], created=held[row[2]] == row[0]) for row in rows]
 
 
 async def outlive(

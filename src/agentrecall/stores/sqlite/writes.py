@@ -69,7 +69,7 @@ def add(
             for index, (content, metadata) in enumerate(part, start):
                 check_item(content, metadata, f" (item {index})")
         ids = new_time_ordered_ids(len(part))
-        results.extend([AddResult(id=memory_id) for memory_id in ids])
+        results.extend([AddResult(id=memory_id, created=True) for memory_id in ids])
         return [
             (
                 memory_id,
@@ -100,7 +100,14 @@ def add(
             [i for i in dict.fromkeys(ids) if i is not None and i not in built],
             expires_at,
         )
-        return [AddResult(id=_fresh(memory_id)) for memory_id in ids]
+        # New: made by this add, and its first item with that content (as separate adds).
+        seen: set[str] = set()
+        resolved: list[AddResult] = []
+        for memory_id in ids:
+            fresh = _fresh(memory_id)
+            resolved.append(AddResult(id=fresh, created=fresh in built and fresh not in seen))
+            seen.add(fresh)
+        return resolved
 
     return write_and_index(db, durable, write, len(items))
 
