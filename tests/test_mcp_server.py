@@ -455,17 +455,28 @@ class HttpServer:
 
 
 def read_until(process: subprocess.Popen[str], pattern: re.Pattern[str]) -> tuple[str, str]:
-    """Read the server's stderr until a line matches; return the match's group and the text."""
+    """Read the server's stderr until a line matches; return the match's group and the text.
+
+    It reads the pipe a byte at a time, straight from its descriptor: a buffered readline could
+    take two lines at once and leave the second where the selector cannot see it, and reading
+    no further than the matching line leaves the rest to the test.
+    """
     assert process.stderr is not None
+    descriptor = process.stderr.fileno()
     text = ""
     with selectors.DefaultSelector() as selector:
-        selector.register(process.stderr, selectors.EVENT_READ)
+        selector.register(descriptor, selectors.EVENT_READ)
+        line = b""
         while True:
             assert selector.select(TIMEOUT), f"no {pattern.pattern!r} on stderr: {text}"
-            line = process.stderr.readline()
-            assert line, f"the server ended: {text}"
-            text += line
-            found = pattern.search(line)
+            byte = os.read(descriptor, 1)
+            assert byte, f"the server ended: {text + line.decode()}"
+            line += byte
+            if byte != b"\n":
+                continue
+            text += line.decode()
+            found = pattern.search(line.decode())
+            line = b""
             if found:
                 return found.group(1), text
 

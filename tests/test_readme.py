@@ -360,7 +360,8 @@ def test_error_tree_matches_the_classes() -> None:
 
 
 def test_mcp_client_block_starts_a_server(tmp_path: Path) -> None:
-    (config,) = blocks("json")
+    # The other JSON block (docs/mcp.md) shows a reply of add_memory, not a configuration.
+    (config,) = [block for block in blocks("json") if "mcpServers" in block]
     server = json.loads(config)["mcpServers"]["memory"]
     assert server["command"] == "agentrecall"
     environment = {**os.environ, **server["env"], "AGENTRECALL_HOME": str(tmp_path)}

@@ -154,9 +154,13 @@ async def test_a_fork_pool_uses_a_store_the_parent_created(tmp_path: Path) -> No
         try:
             done = pool.map_async(_pool_task, range(24)).get(timeout=CHILD_SECONDS * 4)
         except multiprocessing.TimeoutError:
-            pytest.fail("a forked pool worker hung")
-        finally:
             pool.terminate()
+            pytest.fail("a forked pool worker hung")
+        else:
+            # Not terminate(): with maxtasksperchild, the pool's own thread may fork a worker
+            # while terminate() collects the others, and join() then waits for it for ever.
+            pool.close()
+        finally:
             pool.join()
     assert done == list(range(24))
     assert len(await store.search("lakes", {"max_search_results": 50})) == 24
