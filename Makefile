@@ -21,7 +21,10 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.installed
 	$(BIN)/python examples/demo.py
 
-test: lint typecheck docs pytest clone-check
+# Lint, types and the API reference first; then the whole suite and the clone check side by
+# side, one on each core (no test depends on the machine's load), each one's output whole.
+test: lint typecheck docs
+	$(MAKE) --no-print-directory -j2 --output-sync=target pytest clone-check
 
 # A fresh clone of HEAD installs from nothing, runs the demo and a smoke subset of the tests.
 clone-check:
