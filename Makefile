@@ -64,6 +64,8 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_mcp.py
 	$(BIN)/python benchmarks/bench_import_floor.py
 	$(BIN)/python benchmarks/bench_cli.py
+	$(BIN)/python benchmarks/bench_list.py
+	$(BIN)/python benchmarks/bench_long_memory.py
 	$(BIN)/python benchmarks/bench_postgres.py
 	$(BIN)/python benchmarks/postgres_recall.py
 
