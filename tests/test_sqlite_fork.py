@@ -109,7 +109,7 @@ def _count(path: Path) -> int:
         return int(db.execute("SELECT count(*) FROM memories").fetchone()[0])
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(900)
 async def test_forked_children_use_the_store_while_the_parent_keeps_it_busy(
     tmp_path: Path,
 ) -> None:
@@ -142,7 +142,7 @@ def _pool_task(number: int) -> int:
     return number
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(900)
 async def test_a_fork_pool_uses_a_store_the_parent_created(tmp_path: Path) -> None:
     global _POOL_STORE
     store = _POOL_STORE = SQLiteStore(tmp_path / "memory.db")
