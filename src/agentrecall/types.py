@@ -82,9 +82,16 @@ class MemoryRecord:
         user_id: the user whose memory it is, ``None`` when it belongs to no user.
         agent_id: the agent whose memory it is, ``None`` when it belongs to no agent.
         session_id: the session it belongs to, ``None`` when it belongs to none.
+        invalidated_at: when a newer memory retired it (``supersede``), ``None`` while it is
+            current (stores with ``Capability.SUPERSEDE``).
+        superseded_by: the id of the memory that retired it, ``None`` while it is current.
+        valid_from: when the fact became true in the world, if the writer said.
+        valid_until: when the fact stopped being true in the world, if known.
 
     The three ids are the exact scope the memory was written in (stores with scopes); all
     three are ``None`` for a memory written outside any scope, and in stores without scopes.
+    ``created_at`` and ``invalidated_at`` are the store's clock (what it knew when);
+    ``valid_from`` and ``valid_until`` are world time, as the writer gave them.
     """
 
     id: str
@@ -96,23 +103,37 @@ class MemoryRecord:
     user_id: str | None = None
     agent_id: str | None = None
     session_id: str | None = None
+    invalidated_at: str | None = None
+    superseded_by: str | None = None
+    valid_from: str | None = None
+    valid_until: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class MemoryVersion:
-    """A version of a memory that ``update`` or ``delete`` replaced, as ``history`` returns it.
+    """A version of a memory that a change replaced or retired, as ``history`` returns it.
 
     Attributes:
         content: the content it had.
         metadata: the metadata it had.
         changed_at: when it was replaced (``YYYY-MM-DDTHH:MM:SS.mmmZ``).
-        change: ``"update"``, ``"delete"`` or ``"expire"``.
+        change: ``"update"``, ``"delete"``, ``"expire"`` or ``"supersede"`` (a newer memory
+            retired it; the memory itself stays, retired).
         reason: why, as the caller said, or ``None``.
         memory_id: the id of the memory it is a version of (stores fill it in; ``None`` only
             in a version made by hand without one).
         user_id: the user of the memory's scope, as in :class:`MemoryRecord`.
         agent_id: the agent of the memory's scope.
         session_id: the session of the memory's scope.
+        created_at: when the memory was added, ``None`` in versions kept before stores
+            recorded it.
+        invalidated_at: when the memory was retired, if it was by then; in a
+            ``"supersede"`` version, the moment of that retirement.
+        superseded_by: the memory that retired it, as ``invalidated_at``.
+        valid_from: the memory's world time, as in :class:`MemoryRecord`.
+        valid_until: the memory's world time, as in :class:`MemoryRecord`.
+
+    A version holds the memory as it was until ``changed_at``; ``as_of`` reads rely on that.
     """
 
     content: str
@@ -124,3 +145,8 @@ class MemoryVersion:
     user_id: str | None = None
     agent_id: str | None = None
     session_id: str | None = None
+    created_at: str | None = None
+    invalidated_at: str | None = None
+    superseded_by: str | None = None
+    valid_from: str | None = None
+    valid_until: str | None = None

@@ -47,6 +47,10 @@ class Capability(str, enum.Enum):
     IMPORT = "import"
     """``import_records(records)`` stores copies of memories keeping their ids and timestamps
     (and, with ``SCOPE``, their scopes); what ``migrate`` writes with."""
+    SUPERSEDE = "supersede"
+    """``supersede(old_ids, content)`` retires memories in favour of a new one, keeping them;
+    ``add`` takes ``valid_from``/``valid_until``; ``search``, ``list``, ``count`` and ``get``
+    take ``as_of``, ``valid_at`` and ``include_superseded``; ``history`` follows the chain."""
     SEMANTIC = "semantic"
     """``search`` takes ``{"mode": "keyword" | "semantic" | "hybrid"}`` and
     ``{"neighbours": True}`` in its options, recalls by meaning, and gives hybrid hits

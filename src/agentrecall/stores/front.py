@@ -60,12 +60,22 @@ class Conditions:
         filter: the metadata filter (checked), or ``None``.
         created_after: the inclusive lower bound in the stored shape, or ``None``.
         created_before: the exclusive upper bound in the stored shape, or ``None``.
+        as_of: read the store as it was at this moment (stored shape), or ``None`` for now.
+            Held then: created at or before it, not updated, retired, deleted or expired by
+            then (an ``updated_at``, ``invalidated_at`` or ``expires_at`` at or before it
+            counts), with the content and metadata of that moment.
+        valid_at: only memories true in the world at this moment (stored shape): no
+            ``valid_from`` after it, no ``valid_until`` at or before it; ``None``: no test.
+        include_superseded: also the memories retired (by ``as_of``, or by now).
     """
 
     scope: Scope
     filter: Mapping[str, Any] | None = None
     created_after: str | None = None
     created_before: str | None = None
+    as_of: str | None = None
+    valid_at: str | None = None
+    include_superseded: bool = False
 
     @classmethod
     def of(
@@ -74,6 +84,7 @@ class Conditions:
         filter: Mapping[str, Any] | None,
         created_after: datetime | str | None,
         created_before: datetime | str | None,
+        moments: Moments | None = None,
     ) -> Conditions:
         """Check a call's filter and bounds and return its conditions.
 
@@ -82,7 +93,12 @@ class Conditions:
         """
         check_filter(filter)
         after = timestamp(created_after, "created_after")
-        return cls(scope, filter, after, timestamp(created_before, "created_before"))
+        before = timestamp(created_before, "created_before")
+        if moments is None:
+            return cls(scope, filter, after, before)
+        return cls(
+            scope, filter, after, before, moments.as_of, moments.valid_at, moments.superseded
+        )
 
     def filter_and_bounds(
         self, render: Callable[[Mapping[str, Any]], tuple[str, list[object]]], mark: str
@@ -111,6 +127,87 @@ class Conditions:
             or self.created_after is not None
             or self.created_before is not None
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Moments:
+    """The checked ``as_of``, ``valid_at`` and ``include_superseded`` of one read."""
+
+    as_of: str | None
+    valid_at: str | None
+    superseded: bool
+
+    @classmethod
+    def of(
+        cls, as_of: datetime | str | None, valid_at: datetime | str | None, superseded: object
+    ) -> Moments:
+        """Check the three arguments of a read.
+
+        Raises:
+            InvalidArgumentError: a moment is not a time :func:`timestamp` accepts, or
+                ``include_superseded`` is not ``True`` or ``False``.
+        """
+        if not isinstance(superseded, bool):
+            raise InvalidArgumentError(
+                f"include_superseded must be True or False, got {superseded!r}"
+            )
+        return cls(timestamp(as_of, "as_of"), timestamp(valid_at, "valid_at"), superseded)
+
+
+CURRENT = Moments(None, None, False)
+"""A read of the memories current now: the default."""
+
+
+@dataclass(frozen=True, slots=True)
+class Validity:
+    """When a new memory's fact is true in the world (stored shape), as its writer said.
+
+    Attributes:
+        valid_from: when it became true, or ``None`` (not said).
+        valid_until: when it stopped being true, or ``None`` (not said, or still true).
+    """
+
+    valid_from: str | None = None
+    valid_until: str | None = None
+
+    @classmethod
+    def of(cls, valid_from: datetime | str | None, valid_until: datetime | str | None) -> Validity:
+        """Check the two moments.
+
+        Raises:
+            InvalidArgumentError: a moment is not a time :func:`timestamp` accepts, or
+                ``valid_until`` is not after ``valid_from``.
+        """
+        start = timestamp(valid_from, "valid_from")
+        end = timestamp(valid_until, "valid_until")
+        if start is not None and end is not None and end <= start:
+            raise InvalidArgumentError(f"valid_until ({end}) must be after valid_from ({start})")
+        return cls(start, end)
+
+
+UNSAID = Validity()
+"""The world time of a memory whose writer gave none."""
+
+
+@dataclass(frozen=True, slots=True)
+class Supersession:
+    """A checked ``supersede``: the memories it retires and the memory that replaces them.
+
+    Attributes:
+        old_ids: the ids to retire, without repeats, in the order given.
+        content: the new memory's content (checked).
+        metadata: the new memory's metadata (checked), or ``None``.
+        validity: the new memory's world time.
+        expires_at: the new memory's expiry (the store's ``ttl``), or ``None``.
+        reason: why, as the caller said, or ``None``; kept in each retired memory's version.
+    """
+
+    old_ids: Ids
+    content: str
+    metadata: JsonObject | None
+    validity: Validity
+    expires_at: str | None
+    reason: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,8 +331,10 @@ class StoreFront:
         *,
         ttl: float | timedelta | None = None,
         expires_at: datetime | str | None = None,
+        valid_from: datetime | str | None = None,
+        valid_until: datetime | str | None = None,
     ) -> AddResult:
-        """Keep ``content``; identical content in this scope returns the existing id.
+        """Keep ``content``; identical content current in this scope returns the existing id.
 
         Args:
             content: the memory, stored verbatim.
@@ -244,10 +343,18 @@ class StoreFront:
                 past the year 9999 is refused.
             expires_at: when this memory expires: an aware datetime, an ISO 8601 date
                 (midnight UTC) or an ISO 8601 time with an offset; naive times are refused.
+            valid_from: when the fact became true in the world, in the same forms.
+            valid_until: when it stopped being true, in the same forms, after ``valid_from``.
+
+        A memory retired by :meth:`supersede` is not current: the same content added again
+        is a new memory. An add that finds its content current keeps the existing memory's
+        world time as it is.
         """
         expiry = self._expiry(ttl, expires_at)
+        validity = Validity.of(valid_from, valid_until)
         self._check_writable()
-        return (await self._add(check_items([(content, metadata)]), expiry, True))[0]
+        items = check_items([(content, metadata)])
+        return (await self._add(items, expiry, True, validity))[0]
 
     async def add_many(
         self,
@@ -268,6 +375,50 @@ class StoreFront:
             return []
         return await self._add_many(batch, expiry)
 
+    async def supersede(
+        self,
+        old_ids: Iterable[str],
+        content: str,
+        *,
+        metadata: JsonObject | None = None,
+        valid_from: datetime | str | None = None,
+        valid_until: datetime | str | None = None,
+        reason: str | None = None,
+    ) -> AddResult:
+        """Add ``content`` and retire the memories ``old_ids`` in its favour, in one transaction.
+
+        Each old memory stays in the store, retired: ``invalidated_at`` is set to now and
+        ``superseded_by`` to the new memory's id, and a ``"supersede"`` version with
+        ``reason`` goes to its history. Reads leave retired memories out unless asked
+        (``include_superseded``, or an ``as_of`` before the retirement). The new memory is
+        added as :meth:`add` adds it (content already current in this scope is that memory).
+        With ``valid_from``, an old memory without a ``valid_until`` gets ``valid_from`` as
+        its ``valid_until``: the old fact stopped being true when the new one started.
+
+        A retry is harmless: when every old memory is already retired by the memory the
+        content resolves to, the call changes nothing and returns that memory
+        (``created=False``).
+
+        Returns:
+            The new memory's id (``created=False`` when the content was already current).
+
+        Raises:
+            InvalidArgumentError: the store is not writable; ``old_ids`` is a single string,
+                empty, or holds a non-string; an old id is not a memory of this scope, or
+                is already retired by another memory; the content resolves to one of the
+                old memories; or content, metadata, a moment or ``reason`` is unusable.
+                Nothing is written then.
+        """
+        self._check_writable()
+        ids = list(dict.fromkeys(check_ids(old_ids)))
+        if not ids:
+            raise InvalidArgumentError("old_ids must name at least one memory to supersede")
+        check_optional_text(reason, "reason")
+        [(text, meta)] = check_items([(content, metadata)])
+        validity = Validity.of(valid_from, valid_until)
+        call = Supersession(ids, text, meta, validity, self._expiry(None, None), reason)
+        return await self._supersede(call)
+
     async def import_records(self, records: Iterable[MemoryRecord]) -> int:
         """Store copies of memories with their ids, timestamps and scopes; return how many are new.
 
@@ -280,7 +431,9 @@ class StoreFront:
         writes outside itself. A record is skipped, and not counted, when its id is already
         in the store (in any scope), when its stripped content equals a memory of its
         scope or an earlier record of the batch for that scope, or when it has already
-        expired. ``updated_at`` and ``expires_at`` are kept when present.
+        expired. ``updated_at`` and ``expires_at`` are kept when present, and so are
+        ``invalidated_at``, ``superseded_by``, ``valid_from`` and ``valid_until``: a retired
+        record stays retired (and never dedups against a current memory).
 
         Raises:
             InvalidArgumentError: the store is not writable; or a record has blank content, a
@@ -324,6 +477,9 @@ class StoreFront:
         filter: Mapping[str, Any] | None = None,
         created_after: datetime | str | None = None,
         created_before: datetime | str | None = None,
+        as_of: datetime | str | None = None,
+        valid_at: datetime | str | None = None,
+        include_superseded: bool = False,
     ) -> Entries:
         """Return the memories that best match ``query``, best first.
 
@@ -338,15 +494,22 @@ class StoreFront:
                 an ISO 8601 date (``2025-01-31``, midnight UTC) or an ISO 8601 time with an
                 offset (``2025-01-31T09:30:00Z``); naive times are refused.
             created_before: only memories created before this time, in the same forms.
+            as_of: answer from what the store held at this moment, in the same forms (see
+                :class:`Conditions`); memories changed or deleted since are found with the
+                content they had then.
+            valid_at: only memories true in the world at this moment (their
+                ``valid_from``/``valid_until``; a memory without them is always true).
+            include_superseded: also retired memories; their hits carry
+                ``_supersededBy`` and ``_invalidatedAt`` in their metadata.
 
-        Scope, expiry, filter and time bounds apply in every mode. ``_relevanceScore`` is the
-        BM25 score (keyword), the cosine similarity (semantic), or the fused score from 0 to
-        1 (hybrid: each ranking's best ``max(100, 4 * n)``, BM25 scores divided by the best
-        one and similarities min-max scaled, weighted 0.5 / 0.5, see
-        :mod:`agentrecall.retrieval.fusion`), whose parts are in
-        ``_keywordScore`` (BM25) and ``_semanticScore`` (cosine), ``None`` where a ranking
-        did not find the memory. With neighbours, ``_relevanceScore`` is the score after
-        neighbours helped (see :mod:`agentrecall.retrieval.neighbours`).
+        Scope, expiry, filter, time bounds and the three moments apply in every mode.
+        ``_relevanceScore`` is the BM25 score (keyword), the cosine similarity (semantic), or the
+        fused score from 0 to 1 (hybrid: each ranking's best ``max(100, 4 * n)``, BM25 scores
+        divided by the best one and similarities min-max scaled, weighted 0.5 / 0.5, see
+        :mod:`agentrecall.retrieval.fusion`), whose parts are in ``_keywordScore`` (BM25) and
+        ``_semanticScore`` (cosine), ``None`` where a ranking did not find the memory. With
+        neighbours, ``_relevanceScore`` is the score after neighbours helped (see
+        :mod:`agentrecall.retrieval.neighbours`).
 
         Raises:
             InvalidArgumentError: ``options`` is not a mapping, an option, the filter or a
@@ -359,17 +522,28 @@ class StoreFront:
             raise InvalidArgumentError(f"query must be a string, got {type(query).__name__}")
         mode, neighbours = self._search_settings.for_call(options, f"store '{self.name}'")
         limit = requested or self.max_search_results or DEFAULT_MAX_SEARCH_RESULTS
-        conditions = Conditions.of(self._scope, filter, created_after, created_before)
+        moments = Moments.of(as_of, valid_at, include_superseded)
+        conditions = Conditions.of(self._scope, filter, created_after, created_before, moments)
         return await self._search(SearchCall(query, limit, mode, neighbours, conditions))
 
-    async def get(self, memory_id: str) -> MemoryRecord | None:
+    async def get(
+        self,
+        memory_id: str,
+        *,
+        as_of: datetime | str | None = None,
+        include_superseded: bool = False,
+    ) -> MemoryRecord | None:
         """Return the memory with ``memory_id`` in this scope, or ``None``.
 
+        A retired memory is ``None`` unless ``include_superseded``; with ``as_of``, the
+        memory as it was held then (see :meth:`search`), or ``None`` if it was not.
+
         Raises:
-            InvalidArgumentError: ``memory_id`` is not a string.
+            InvalidArgumentError: ``memory_id`` is not a string, or a moment is unusable.
         """
         check_id(memory_id)
-        return await self._get(memory_id, Conditions(self._scope))
+        moments = Moments.of(as_of, None, include_superseded)
+        return await self._get(memory_id, Conditions.of(self._scope, None, None, None, moments))
 
     async def update(
         self,
@@ -381,7 +555,8 @@ class StoreFront:
     ) -> MemoryRecord | None:
         """Change a memory's content and/or metadata, keeping the old version in its history.
 
-        Returns the updated memory, or ``None`` if this scope holds no memory with that id.
+        Returns the updated memory, or ``None`` if this scope holds no current memory with
+        that id (a retired memory is corrected by superseding it again).
         Given neither content nor metadata, it changes nothing, keeps no version and returns
         the memory as it is.
 
@@ -402,7 +577,7 @@ class StoreFront:
         return await self._update(memory_id, Change(content, metadata, reason))
 
     async def delete(self, memory_id: str, *, reason: str | None = None) -> bool:
-        """Forget one memory (its history keeps it); return whether it existed.
+        """Forget one memory, current or retired (its history keeps it); return whether it existed.
 
         Raises:
             InvalidArgumentError: ``memory_id`` or ``reason`` is not a string.
@@ -437,11 +612,17 @@ class StoreFront:
         filter: Mapping[str, Any] | None = None,
         created_after: datetime | str | None = None,
         created_before: datetime | str | None = None,
+        as_of: datetime | str | None = None,
+        valid_at: datetime | str | None = None,
+        include_superseded: bool = False,
     ) -> RecordList:
         """Return memories in the order they were stored, skipping ``offset``, at most ``limit``.
 
         The first stored comes first. An import stores its records in its source's order, so
         records imported with times out of order keep that order rather than their times'.
+        ``as_of``, ``valid_at`` and ``include_superseded`` select as in :meth:`search`; with
+        ``as_of``, memories come oldest ``created_at`` first (then by id), since some of them
+        are read from the history.
 
         Raises:
             InvalidArgumentError: ``offset`` is not an integer from 0 to 2**63 - 1, ``limit``
@@ -449,7 +630,8 @@ class StoreFront:
         """
         check_offset(offset)
         check_limit(limit, "limit")
-        conditions = Conditions.of(self._scope, filter, created_after, created_before)
+        moments = Moments.of(as_of, valid_at, include_superseded)
+        conditions = Conditions.of(self._scope, filter, created_after, created_before, moments)
         return await self._page(conditions, offset, limit)
 
     async def count(
@@ -458,13 +640,25 @@ class StoreFront:
         filter: Mapping[str, Any] | None = None,
         created_after: datetime | str | None = None,
         created_before: datetime | str | None = None,
+        as_of: datetime | str | None = None,
+        valid_at: datetime | str | None = None,
+        include_superseded: bool = False,
     ) -> int:
-        """Return how many memories this scope holds (that match, with a filter)."""
-        conditions = Conditions.of(self._scope, filter, created_after, created_before)
+        """Return how many memories this scope holds (that match, with a filter).
+
+        ``as_of``, ``valid_at`` and ``include_superseded`` select as in :meth:`search`.
+        """
+        moments = Moments.of(as_of, valid_at, include_superseded)
+        conditions = Conditions.of(self._scope, filter, created_after, created_before, moments)
         return await self._count(conditions)
 
     async def history(self, memory_id: str) -> Versions:
-        """Return the versions that updates, deletion or expiry replaced, oldest first.
+        """Return the versions that updates, deletion, expiry or supersession replaced.
+
+        Oldest first. With supersession the chain is followed both ways: the versions of every
+        memory that ``memory_id`` replaced (and that those replaced, and so on) and of every memory
+        that replaced it in turn come too, all by ``changed_at`` (then memory id), each naming its
+        memory. A retired memory's ``"supersede"`` version names its successor in ``superseded_by``.
 
         An expired memory's last version (``change="expire"``) is here from the moment it
         expires, dated at its final ``expires_at`` (after any add that dedupped to it moved
@@ -522,8 +716,21 @@ class StoreFront:
 
     # --- the backend's hooks, each one transaction on this view's scope -----------------------
 
-    async def _add(self, items: Items, expires_at: str | None, checked: bool) -> AddResults:
-        """Insert ``items`` (checked unless ``checked`` is false), deduplicated per scope."""
+    async def _add(
+        self,
+        items: Items,
+        expires_at: str | None,
+        checked: bool,
+        validity: Validity = UNSAID,
+    ) -> AddResults:
+        """Insert ``items`` (checked unless ``checked`` is false), deduplicated per scope.
+
+        Only current memories dedup; new ones get ``validity`` as their world time.
+        """
+        raise NotImplementedError
+
+    async def _supersede(self, call: Supersession) -> AddResult:
+        """Add ``call``'s memory and retire ``call.old_ids`` by it, in one transaction."""
         raise NotImplementedError
 
     async def _add_many(self, batch: Items, expires_at: str | None) -> AddResults:
