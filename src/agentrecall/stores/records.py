@@ -5,9 +5,11 @@ memories that expired but are not purged yet (:data:`EXPIRED_SEQ`).
 
 Every SQL backend selects its columns in the order these functions read them: a memory as
 ``(id, content, metadata, created_at, updated_at, expires_at, user_id, agent_id,
-session_id)``, a version as ``(content, metadata, changed_at, change, reason, memory id,
-user_id, agent_id, session_id)``, a keyword candidate as ``(seq, id, content, metadata)``,
-metadata as JSON text.
+session_id, invalidated_at, superseded_by, valid_from, valid_until)``, a version as
+``(content, metadata, changed_at, change, reason, memory id, user_id, agent_id, session_id,
+created_at, invalidated_at, superseded_by, valid_from, valid_until)``, a keyword candidate as
+``(seq, id, content, metadata)`` or, when retired memories may be among them, ``(seq, id,
+content, metadata, invalidated_at, superseded_by)``; metadata as JSON text.
 """
 
 from __future__ import annotations
@@ -40,6 +42,10 @@ def record(row: Any) -> MemoryRecord:
         user_id=row[6],
         agent_id=row[7],
         session_id=row[8],
+        invalidated_at=row[9],
+        superseded_by=row[10],
+        valid_from=row[11],
+        valid_until=row[12],
     )
 
 
@@ -55,19 +61,31 @@ def version(row: Any) -> MemoryVersion:
         user_id=row[6],
         agent_id=row[7],
         session_id=row[8],
+        created_at=row[9],
+        invalidated_at=row[10],
+        superseded_by=row[11],
+        valid_from=row[12],
+        valid_until=row[13],
     )
 
 
 def hits(scored: Sequence[tuple[float, Any]]) -> list[MemoryEntry]:
-    """Return the hits of scored ``(seq, id, content, metadata)`` rows, the score in metadata."""
-    return [
-        MemoryEntry(
-            content=content,
-            metadata={**(metadata(encoded) or {}), "_relevanceScore": score},
-            id=memory_id,
-        )
-        for score, (_, memory_id, content, encoded) in scored
-    ]
+    """Return the hits of scored candidate rows, the score in metadata.
+
+    A row is ``(seq, id, content, metadata)``, or ``(seq, id, content, metadata,
+    invalidated_at, superseded_by)``: a retired memory's hit then carries ``_invalidatedAt``
+    and ``_supersededBy`` beside ``_relevanceScore``.
+    """
+    return [hit(score, row) for score, row in scored]
+
+
+def hit(score: float, row: Sequence[Any]) -> MemoryEntry:
+    """Return the hit of one scored candidate row (see :func:`hits`)."""
+    values = {**(metadata(row[3]) or {}), "_relevanceScore": score}
+    if len(row) > 4 and row[4] is not None:
+        values["_invalidatedAt"] = row[4]
+        values["_supersededBy"] = row[5]
+    return MemoryEntry(content=row[2], metadata=values, id=row[1])
 
 
 Cursor = tuple[str, int]
