@@ -45,7 +45,8 @@ def insert_statement(scope: int, conflict: str, times: Times | None) -> str:
         stamps = f"{created}, {updated}, {expires}, NULL, NULL, {valid_from}, {valid_until}"
     return (
         "INSERT INTO memories (id, scope, content, content_hash, metadata, "
-        f"{', '.join(OWN_FIELDS)}, index_text) VALUES (?, {int(scope)}, ?, ?, ?, {stamps}, ?) {conflict}"
+        f"{', '.join(OWN_FIELDS)}, index_text) "
+        f"VALUES (?, {int(scope)}, ?, ?, ?, {stamps}, ?) {conflict}"
     )
 
 
@@ -103,8 +104,8 @@ def insert_rows(
 
     A row is ``(id, content, content_hash, metadata, *OWN_FIELDS, index_text)``, without
     those fields when ``times`` gives them for all of them (see :func:`insert_statement`).
-    ``conflict`` is the ``ON CONFLICT`` clause that decides which rows are skipped. Up to :data:`DEFERRED_ROWS` new rows are listed in
-    ``memories_unindexed`` for :func:`index_unindexed` to index later; a larger batch is fed to
+    ``conflict`` is the ``ON CONFLICT`` clause that decides which rows are skipped. Up to
+    :data:`DEFERRED_ROWS` new rows are listed in ``memories_unindexed`` for :func:`index_unindexed` to index later; a larger batch is fed to
     the full-text index in the same transaction, explicitly rather than by a trigger (three to
     four times faster). The long ones have their term counts kept (:func:`count_inserted`).
     """
