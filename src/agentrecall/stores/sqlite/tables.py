@@ -107,7 +107,8 @@ def insert_rows(
     ``conflict`` is the ``ON CONFLICT`` clause that decides which rows are skipped. Up to
     :data:`DEFERRED_ROWS` new rows are listed in ``memories_unindexed`` for
     :func:`index_unindexed` to index later; a larger batch is fed to the full-text index in
-    the same transaction, explicitly rather than by a trigger (three to four times faster). The long ones have their term counts kept (:func:`count_inserted`).
+    the same transaction, explicitly rather than by a trigger (three to four times faster).
+    The long ones have their term counts kept (:func:`count_inserted`).
     """
     insert = insert_statement(scope, conflict, times)
     last = last_seq(db)
