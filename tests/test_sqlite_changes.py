@@ -118,12 +118,18 @@ async def test_default_reads_of_a_scope_use_the_partial_dedup_index(tmp_path: Pa
     assert await ana.count() == 1
     await ana.search("lives")
     store._db.run(lambda db: db.set_trace_callback(None))
-    await store.aclose()
     # The default path never reads the history: no per-memory subquery of the past.
     assert traced and not [sql for sql in traced if "memory_history" in sql]
+    store._db.run(lambda db: db.set_trace_callback(traced.append))
+    assert await ana.count(include_superseded=True) == 2
+    store._db.run(lambda db: db.set_trace_callback(None))
+    await store.aclose()
     with closing(sqlite3.connect(tmp_path / "m.db")) as db:
-        counted = [sql for sql in traced if sql.startswith("SELECT count(*) FROM memories")]
-        assert "memories_dedup" in plan(db, counted[0], [])
+        current, every = [sql for sql in traced if sql.startswith("SELECT count(*) FROM memories")]
+        assert "memories_dedup" in plan(db, current, [])
+        # Retired memories too: the scope's parts of both partial indexes, not every memory.
+        both = plan(db, every, [])
+        assert "memories_dedup" in both and "memories_retired" in both
 
 
 async def test_as_of_search_reads_only_the_versions_replaced_since(
