@@ -79,6 +79,15 @@ def marks(hit: MemoryEntry) -> dict[str, Any]:
     return {key: value for key, value in (hit.metadata or {}).items() if key in MARKS}
 
 
+def own(versions: list[MemoryVersion], memory_id: str) -> list[MemoryVersion]:
+    """Return the versions of ``memory_id`` among those of its chain.
+
+    ``history`` of one of several memories retired by the same successor may give the
+    others' versions too (they are linked through the successor); these tests look at one.
+    """
+    return [version for version in versions if version.memory_id == memory_id]
+
+
 async def every_version(store: Any) -> list[MemoryVersion]:
     """Return every version ``versions()`` gives, all pages joined."""
     return [version async for page in store.versions(batch=2) for version in page]
@@ -162,7 +171,7 @@ class ChangesContract(ContractBase):
             assert await store.get(old) is None
             record = await store.get(old, include_superseded=True)
             assert record is not None and record.superseded_by == new.id
-            (version,) = await store.history(old)
+            (version,) = own(await store.history(old), old)
             assert (version.memory_id, version.change, version.reason) == (
                 old,
                 "supersede",
@@ -192,14 +201,14 @@ class ChangesContract(ContractBase):
             clock.advance(1)
             assert (again.id, again.created) == (first.id, False)
             assert await snapshot(store) == after_first
-        assert [v.change for v in await store.history(old)] == ["supersede"]
+        assert [v.change for v in own(await store.history(old), old)] == ["supersede"]
         # A retry of part of the call is a retry too; the rest is a new retirement.
         stray = (await store.add("Works weekends")).id
         clock.advance(1)
         partial = await store.supersede([old, stray], "Works at the library")
         assert (partial.id, partial.created) == (first.id, False)
-        assert [v.change for v in await store.history(old)] == ["supersede"]
-        (version,) = await store.history(stray)
+        assert [v.change for v in own(await store.history(old), old)] == ["supersede"]
+        (version,) = own(await store.history(stray), stray)
         assert (version.change, version.superseded_by) == ("supersede", first.id)
 
     @pytest.mark.asyncio
@@ -523,7 +532,7 @@ class ChangesContract(ContractBase):
         keyword_cases = [
             ("user lives", [(old, "The user lives in Lyon")]),
             ("dentist", [(dentist, "The dentist is on Main Street")]),
-            ("Park Elm Road", []),
+            ("Elm Road", []),
             ("spare key", [(key, "A spare key is with the neighbour")]),
             ("mat", []),
             ("bicycle", []),
