@@ -9,6 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from agentrecall._internal.clock import utc_timestamp
+from agentrecall.stores.front import Conditions
+from agentrecall.stores.postgres import moments
+from agentrecall.stores.postgres.moments import unmarked_after
 from agentrecall.stores.postgres.tables import (
     RECORD_COLUMNS,
     VERSION_COLUMNS,
@@ -45,41 +48,61 @@ EXPIRY_VERSION_COLUMNS = (
 
 
 async def get(
-    connection: Connection, tables: Tables, memory_id: str, where: str, params: Params
+    connection: Connection, tables: Tables, memory_id: str, conditions: Conditions, now: str
 ) -> MemoryRecord | None:
-    """Return the memory with ``memory_id`` that meets ``where``, or ``None``."""
+    """Return the memory with ``memory_id`` that meets ``conditions`` at ``now``, or ``None``."""
+    source, params = _source(tables, conditions, now)
     cursor = await connection.execute(
-        f"SELECT {RECORD_COLUMNS} FROM {tables.records} WHERE m.id = %s AND {where}",
-        [memory_id, *params],
+        f"SELECT {RECORD_COLUMNS} FROM {source} AND m.id = %s", [*params, memory_id]
     )
     row = await cursor.fetchone()
-    return None if row is None else record(row)
+    return None if row is None else unmarked_after(record(row), conditions.as_of)
 
 
 async def page(
     connection: Connection,
     tables: Tables,
-    where: str,
-    params: Params,
+    conditions: Conditions,
+    now: str,
     offset: int,
     limit: int | None,
 ) -> list[MemoryRecord]:
-    """Return the memories meeting ``where``, oldest first, from ``offset``, at most ``limit``."""
+    """Return the memories meeting ``conditions``, oldest first, from ``offset``, at most ``limit``.
+
+    Oldest is first stored; with ``as_of``, first created (a version without ``created_at``
+    before every memory), then by id.
+    """
+    source, params = _source(tables, conditions, now)
+    order = "m.seq" if conditions.as_of is None else "m.created_at NULLS FIRST, m.id"
     cursor = await connection.execute(
-        f"SELECT {RECORD_COLUMNS} FROM {tables.records} WHERE {where} "
-        "ORDER BY m.seq LIMIT %s OFFSET %s",
+        f"SELECT {RECORD_COLUMNS} FROM {source} ORDER BY {order} LIMIT %s OFFSET %s",
         [*params, limit, offset],
     )
-    return [record(row) for row in await cursor.fetchall()]
+    return [unmarked_after(record(row), conditions.as_of) for row in await cursor.fetchall()]
 
 
-async def count(connection: Connection, tables: Tables, where: str, params: Params) -> int:
-    """Return how many memories meet ``where``."""
-    cursor = await connection.execute(
-        f"SELECT count(*) FROM {tables.memories} AS m WHERE {where}", params
-    )
+async def count(connection: Connection, tables: Tables, conditions: Conditions, now: str) -> int:
+    """Return how many memories meet ``conditions``."""
+    if conditions.as_of is None:
+        where, params = tables.where(conditions, now)
+        query = f"SELECT count(*) FROM {tables.memories} AS m WHERE {where}"
+    else:
+        live, live_params = moments.live_part(tables, conditions, now)
+        kept, kept_params = moments.history_part(tables, conditions)
+        query = f"SELECT count(*) FROM ({live} UNION ALL {kept}) AS m"
+        params = [*live_params, *kept_params]
+    cursor = await connection.execute(query, params)
     row = await cursor.fetchone()
     return int(row[0]) if row else 0
+
+
+def _source(tables: Tables, conditions: Conditions, now: str) -> tuple[str, Params]:
+    """Return the FROM source of records meeting ``conditions`` and a WHERE clause begun."""
+    if conditions.as_of is None:
+        where, params = tables.where(conditions, now)
+        return f"{tables.records} WHERE {where}", params
+    source, params = moments.held(tables, conditions, now)
+    return f"{source} WHERE TRUE", params
 
 
 async def history(
