@@ -108,24 +108,62 @@ def _source(tables: Tables, conditions: Conditions, now: str) -> tuple[str, Para
 async def history(
     connection: Connection, tables: Tables, scope: Scope, memory_id: str
 ) -> list[MemoryVersion]:
-    """Return the replaced versions of a memory of ``scope``, oldest first.
+    """Return the replaced versions of a memory of ``scope`` and of its chain, oldest first.
 
-    A memory that expired is its last version even before a write moves it to the history.
+    The chain is every memory ``memory_id`` replaced or was replaced by, transitively
+    (``superseded_by`` of the memories and, for deleted ones, of their versions), read by one
+    recursive statement over the successor indexes. A memory that expired is its last version
+    even before a write moves it to the history. A single memory's versions come in the order
+    it kept them; a chain's by ``changed_at``, then memory id, then that order.
     """
+    chain = await _chain(connection, tables, memory_id)
     where, params = tables.scope_where(scope, "h")
     cursor = await connection.execute(
-        f"SELECT {VERSION_COLUMNS} FROM {tables.versions} WHERE h.id = %s AND {where} "
-        "ORDER BY h.seq",
-        [memory_id, *params],
+        f"SELECT h.seq, {VERSION_COLUMNS} FROM {tables.versions} WHERE h.id = ANY(%s) "
+        f"AND {where} ORDER BY h.seq",
+        [chain, *params],
     )
     rows = await cursor.fetchall()
     where, params = tables.scope_where(scope, "m")
     cursor = await connection.execute(
-        f"SELECT {EXPIRY_VERSION_COLUMNS} FROM {tables.records} "
-        f"WHERE m.id = %s AND {where} AND {EXPIRED}",
-        [memory_id, *params, utc_timestamp()],
+        f"SELECT {EXPIRED_SEQ}::bigint, {EXPIRY_VERSION_COLUMNS} FROM {tables.records} "
+        f"WHERE m.id = ANY(%s) AND {where} AND {EXPIRED}",
+        [chain, *params, utc_timestamp()],
     )
-    return [version(row) for row in [*rows, *await cursor.fetchall()]]
+    found = [*rows, *await cursor.fetchall()]
+    if len(chain) > 1:
+        found.sort(key=lambda row: (row[3], row[6], row[0]))
+    return [version(row[1:]) for row in found]
+
+
+async def _chain(connection: Connection, tables: Tables, memory_id: str) -> list[str]:
+    """Return the ids of ``memory_id``'s chain: itself, its successors and its predecessors.
+
+    Successors are followed forward only and predecessors backward only, each transitively:
+    two memories retired by one are not each other's chain.
+    """
+    memories, history, store = tables.memories, tables.history, tables.store
+    successors = (
+        f"SELECT m.superseded_by FROM {memories} AS m WHERE m.store = %s AND m.id = c.id "
+        "AND m.superseded_by IS NOT NULL "
+        f"UNION ALL SELECT h.superseded_by FROM {history} AS h WHERE h.store = %s "
+        "AND h.id = c.id AND h.superseded_by IS NOT NULL"
+    )
+    predecessors = (
+        f"SELECT m.id FROM {memories} AS m WHERE m.store = %s AND m.superseded_by = c.id "
+        f"UNION ALL SELECT h.id FROM {history} AS h WHERE h.store = %s "
+        "AND h.superseded_by = c.id"
+    )
+    start = '%s::text COLLATE "C"'
+    cursor = await connection.execute(
+        f"WITH RECURSIVE later (id) AS (SELECT {start} UNION "
+        f"SELECT n.id FROM later AS c CROSS JOIN LATERAL ({successors}) AS n (id)), "
+        f"earlier (id) AS (SELECT {start} UNION "
+        f"SELECT n.id FROM earlier AS c CROSS JOIN LATERAL ({predecessors}) AS n (id)) "
+        "SELECT id FROM later UNION SELECT id FROM earlier",
+        [memory_id, store, store, memory_id, store, store],
+    )
+    return [row[0] for row in await cursor.fetchall()]
 
 
 async def versions(
