@@ -21,6 +21,8 @@ from sqlite_checks import check_full_text_index, old_database
 
 from agentrecall import InvalidArgumentError, SQLiteStore
 from agentrecall.stores.contentkeys import content_key
+from agentrecall.stores.sqlite import imports as imports_module
+from agentrecall.stores.sqlite import writes as writes_module
 from agentrecall.testing import HashEmbedder, ManualClock
 from agentrecall.testing.conformance import SYNONYMS
 from agentrecall.types import MemoryRecord
@@ -192,6 +194,30 @@ async def test_an_imported_retired_record_stays_retired_beside_a_current_twin(
     assert await store.get("old-lyon", include_superseded=True) == retired
     assert (await store.add("The user lives in Lyon")).id == current.id
     assert [v.memory_id for v in await store.history(current.id)] == []
+    await store.aclose()
+
+
+async def test_a_retired_record_is_imported_where_every_key_collides(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With one key for every content, each row is inserted on its own after a dedup check
+    # (dedup.add_each): a retired one must skip it, as the partial unique index does.
+    monkeypatch.setattr(writes_module, "content_key", lambda content: 7)
+    monkeypatch.setattr(imports_module, "content_key", lambda content: 7)
+    store = SQLiteStore(tmp_path / "m.db")
+    current = await store.add("The user lives in Lyon")
+    await store.add("The user drinks tea")
+    retired = MemoryRecord(
+        "old-lyon",
+        "The user lives in Lyon",
+        T0,
+        invalidated_at="2025-02-01T00:00:00.000Z",
+        superseded_by=current.id,
+    )
+    twin = MemoryRecord("twin", " The user lives in Lyon ", T0)
+    assert await store.import_records([retired, twin]) == 1
+    assert await store.count() == 2
+    assert await store.get("old-lyon", include_superseded=True) == retired
     await store.aclose()
 
 

@@ -163,6 +163,8 @@ class Then:
 
     def rows(self, rows: Sequence[Row]) -> list[Row]:
         """Return candidate rows as they were at the moment (see :func:`row_then`)."""
+        if self.as_of is None:
+            return list(rows)
         return [row_then(row, self.as_of) for row in rows]
 
 
