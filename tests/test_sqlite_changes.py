@@ -176,6 +176,28 @@ async def test_as_of_in_conversation_mode_and_by_meaning(
     await store.aclose()
 
 
+async def test_retired_hits_are_marked_in_every_mode(tmp_path: Path, clock: ManualClock) -> None:
+    embedder = HashEmbedder(256, synonyms=SYNONYMS)
+    store = SQLiteStore(tmp_path / "m.db", embedder=embedder, search_mode="hybrid")
+    old = await store.add("The user prefers an aisle seat", {"session": "a"})
+    then = moment(clock)
+    new = await store.supersede([old.id], "The user prefers a window seat")
+    retired = await store.get(old.id, include_superseded=True)
+    assert retired is not None
+    marks = {"_invalidatedAt": retired.invalidated_at, "_supersededBy": new.id}
+    for options in ({"mode": "semantic"}, {"mode": "hybrid"}, {"neighbours": True}):
+        hits = {h.id: h for h in await store.search("aisle seat", options, include_superseded=True)}
+        assert set(hits) == {old.id, new.id}, options
+        assert hits[old.id].metadata is not None
+        assert {k: hits[old.id].metadata.get(k) for k in marks} == marks, options
+        assert "_supersededBy" not in (hits[new.id].metadata or {}), options
+        # Before its retirement, it was current: found, and not marked.
+        [hit] = await store.search("aisle seat", options, as_of=then)
+        assert hit.id == old.id and "_supersededBy" not in (hit.metadata or {}), options
+        assert old.id not in [h.id for h in await store.search("aisle seat", options)], options
+    await store.aclose()
+
+
 async def test_an_imported_retired_record_stays_retired_beside_a_current_twin(
     tmp_path: Path,
 ) -> None:
