@@ -7,6 +7,7 @@ index, which reads touch the history, and a process killed in the middle of ``su
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import sqlite3
@@ -253,6 +254,27 @@ async def test_a_failed_supersede_writes_nothing_not_even_a_new_scope(tmp_path: 
     assert rows(tmp_path / "m.db", "SELECT count(*) FROM memory_scopes") == before
     assert [m.id for m in await store.list()] == [old.id]
     await store.aclose()
+
+
+async def test_two_processes_superseding_one_memory_retire_it_once(tmp_path: Path) -> None:
+    # Two stores on one file, each with its own connection and thread: their transactions
+    # take the write lock in turn, so whichever comes second finds the memory retired.
+    first, second = SQLiteStore(tmp_path / "m.db"), SQLiteStore(tmp_path / "m.db")
+    old = await first.add("The user lives in Lyon")
+    outcomes = await asyncio.gather(
+        first.supersede([old.id], "The user lives in Berlin"),
+        second.supersede([old.id], "The user lives in Oslo"),
+        return_exceptions=True,
+    )
+    [won] = [o for o in outcomes if not isinstance(o, BaseException)]
+    [lost] = [o for o in outcomes if isinstance(o, BaseException)]
+    assert isinstance(lost, InvalidArgumentError) and won.id in str(lost)
+    retired = await first.get(old.id, include_superseded=True)
+    assert retired is not None and retired.superseded_by == won.id
+    assert [v.change for v in await first.history(old.id)] == ["supersede"]
+    assert [m.id for m in await second.list()] == [won.id]
+    await first.aclose()
+    await second.aclose()
 
 
 async def test_the_chain_is_followed_through_a_deleted_memory(tmp_path: Path) -> None:
