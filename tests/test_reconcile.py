@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from agentrecall import LocalEmbedder, SQLiteStore
+from agentrecall import LocalEmbedder, MemoryManager, OpenAICompatibleModel, SQLiteStore
 from agentrecall.errors import InvalidArgumentError, ModelError
 from agentrecall.extraction import (
     ExtractionConfig,
@@ -37,7 +37,7 @@ from agentrecall.extraction.reconcile_prompt import (
 )
 from agentrecall.messages import Message
 from agentrecall.stores import JsonFileStore
-from agentrecall.testing import ModelCall, ScriptedChatModel
+from agentrecall.testing import ChatServer, ModelCall, ReceivedRequest, ScriptedChatModel
 
 LYON = "The user lives in Lyon."
 BERLIN = "The user moved to Berlin."
@@ -355,6 +355,37 @@ async def test_a_batch_the_coordinator_retries_neither_adds_nor_supersedes_twice
         assert [version.change for version in await store.history(lyon)] == ["supersede"]
         # The second time Berlin was already current: only the cat was asked about.
         assert [fact for fact, _ in shown(model.calls[-1])] == [CAT]
+
+
+async def test_a_manager_over_http_keeps_the_newest_home(tmp_path: Path) -> None:
+    """The whole path: a MemoryManager, its model over real HTTP, a real SQLiteStore."""
+    said = {"I live in Lyon.": LYON, "We moved to Berlin.": BERLIN}
+    decide = truthful({BERLIN: ("supersede", LYON)})
+    kinds: list[str] = []
+
+    def respond(request: ReceivedRequest) -> str:
+        text = request.last_user_text or ""
+        if request.system == RECONCILE_SYSTEM_PROMPT:
+            kinds.append("reconcile")
+            return decide(ModelCall([{"role": "user", "content": text}], request.system))
+        kinds.append("extract")
+        return json.dumps([{"content": fact} for line, fact in said.items() if line in text])
+
+    async with SQLiteStore(
+        tmp_path / "memory.db",
+        name="facts",
+        extraction=ExtractionConfig(trigger=InvocationTrigger()),
+    ) as store:
+        with ChatServer(responder=respond) as server:
+            async with OpenAICompatibleModel(server.base_url, "m") as model:
+                manager = MemoryManager([store], model=model)
+                for line in said:
+                    manager.record([{"role": "user", "content": line}])
+                    manager.end_turn()
+                    await manager.flush()
+        assert kinds == ["extract", "extract", "reconcile"]  # Lyon met an empty store
+        assert [hit.content for hit in await store.search("Where does the user live?")] == [BERLIN]
+        assert await store.count(include_superseded=True) == 2
 
 
 # Scopes
