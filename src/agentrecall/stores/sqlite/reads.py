@@ -140,17 +140,18 @@ _PREDECESSORS = (
 
 
 def chain(connection: sqlite3.Connection, memory_id: str) -> list[str]:
-    """Return ``memory_id`` and every memory linked to it by supersession, either way.
+    """Return ``memory_id`` and the memories linked to it by supersession, each way.
 
-    Forward: the memory that superseded it, and so on; backward: the memories it superseded,
-    and so on; a deleted memory is followed through its versions' ``superseded_by``. Each
-    step is a lookup in the indexes on ``superseded_by``.
+    Forward: the memory that superseded it, the one that superseded that, and so on;
+    backward: the memories it superseded, those they superseded, and so on (not the others
+    its successor superseded: they are not its chain). A deleted memory is followed through
+    its versions' ``superseded_by``. Each step is a lookup in an index on ``superseded_by``.
     """
     found = {memory_id: None}
-    pending = [memory_id]
-    while pending:
-        current = pending.pop()
-        for query in (_SUCCESSORS, _PREDECESSORS):
+    for query in (_SUCCESSORS, _PREDECESSORS):
+        pending = [memory_id]
+        while pending:
+            current = pending.pop()
             for (linked,) in connection.execute(query, (current, current)):
                 if linked not in found:
                     found[linked] = None
