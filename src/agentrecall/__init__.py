@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         InvocationTrigger,
         MessageFilter,
         ModelExtractor,
+        ReconcileConfig,
     )
     from agentrecall.memory.injection import InjectionConfig
     from agentrecall.memory.manager import MemoryManager
@@ -97,6 +98,7 @@ __all__ = [
     "OpenAICompatibleEmbedder",
     "OpenAICompatibleModel",
     "PostgresStore",
+    "ReconcileConfig",
     "SQLiteStore",
     "SearchOptions",
     "Storage",
@@ -144,6 +146,7 @@ _HOMES = {
     "OpenAICompatibleEmbedder": "agentrecall.embeddings",
     "OpenAICompatibleModel": "agentrecall.models",
     "PostgresStore": "agentrecall.stores",
+    "ReconcileConfig": "agentrecall.extraction",
     "SQLiteStore": "agentrecall.stores",
     "SearchOptions": "agentrecall.types",
     "Storage": "agentrecall.storage",

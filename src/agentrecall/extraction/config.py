@@ -9,13 +9,15 @@ from typing import Any
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.extraction.filter import MessageFilter
 from agentrecall.extraction.model_extractor import ModelExtractor
+from agentrecall.extraction.reconcile import ReconcileConfig
 from agentrecall.extraction.triggers import ExtractionTrigger, IntervalTrigger
 from agentrecall.extraction.types import Extractor
+from agentrecall.stores.base import Capability
 
 DEFAULT_TRIGGER = IntervalTrigger(5)
 """Save every five agent invocations when a store names no trigger."""
 
-_CONFIG_KEYS = ("trigger", "extractor", "filter")
+_CONFIG_KEYS = ("trigger", "extractor", "filter", "reconcile")
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +26,7 @@ class ExtractionConfig:
 
     Set it as a store's ``extraction`` attribute (``True`` means all defaults). The
     reference's dict form, ``{"trigger": ..., "extractor": ..., "filter": ...}``, is accepted
-    too.
+    too (with ``"reconcile"`` as well).
 
     Attributes:
         trigger: when to save: one trigger or a sequence of them (a save happens when any
@@ -36,11 +38,19 @@ class ExtractionConfig:
             ``add_messages`` for the store to process itself.
         filter: the content blocks to drop first; ``None`` drops tool calls and tool
             results.
+        reconcile: how extracted facts meet the memories already stored (see
+            :mod:`agentrecall.extraction.reconcile`): ``None`` reconciles with the
+            extractor's model when the extractor is a
+            :class:`~agentrecall.extraction.ModelExtractor` and the store declares
+            ``Capability.SUPERSEDE``, and only adds otherwise; ``False`` only adds; ``True``
+            or a :class:`~agentrecall.extraction.ReconcileConfig` reconciles as it says (the
+            memory manager refuses a setting the store cannot follow).
     """
 
     trigger: ExtractionTrigger | Sequence[ExtractionTrigger] | None = None
     extractor: Extractor | None = None
     filter: MessageFilter | None = None
+    reconcile: bool | ReconcileConfig | None = None
 
     def __post_init__(self) -> None:
         triggers = _as_sequence(self.trigger)
@@ -58,6 +68,11 @@ class ExtractionConfig:
             raise InvalidArgumentError(
                 f"ExtractionConfig: filter must be a MessageFilter, got {self.filter!r}"
             )
+        if self.reconcile is not None and not isinstance(self.reconcile, bool | ReconcileConfig):
+            raise InvalidArgumentError(
+                "ExtractionConfig: reconcile must be True, False, None or a ReconcileConfig, "
+                f"got {self.reconcile!r}"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,11 +83,13 @@ class ResolvedExtraction:
         triggers: the triggers, possibly empty (a configuration the manager refuses).
         extractor: the extractor, or ``None`` for the ``add_messages`` path.
         filter: the message filter.
+        reconcile: how extracted facts are reconciled, or ``None`` to add them as they are.
     """
 
     triggers: tuple[ExtractionTrigger, ...]
     extractor: Extractor | None
     filter: MessageFilter
+    reconcile: ReconcileConfig | None = None
 
 
 def resolve_extraction(value: object, store: object) -> ResolvedExtraction | None:
@@ -86,7 +103,10 @@ def resolve_extraction(value: object, store: object) -> ResolvedExtraction | Non
             :class:`ExtractionConfig`).
 
     Raises:
-        InvalidArgumentError: ``value`` is none of the above, or a mapping has another key.
+        InvalidArgumentError: ``value`` is none of the above, a mapping has another key, or
+            its ``reconcile`` setting asks for what the store cannot do (a model's decisions
+            need ``Capability.SUPERSEDE``, a ``duplicate_threshold`` needs
+            ``Capability.SEMANTIC``).
     """
     if value is None or value is False:
         return None
@@ -109,7 +129,39 @@ def resolve_extraction(value: object, store: object) -> ResolvedExtraction | Non
         triggers=triggers,
         extractor=extractor,
         filter=config.filter if config.filter is not None else MessageFilter(),
+        reconcile=_reconcile(config.reconcile, extractor, store),
     )
+
+
+def _reconcile(
+    value: bool | ReconcileConfig | None, extractor: Extractor | None, store: object
+) -> ReconcileConfig | None:
+    capabilities = getattr(store, "capabilities", ())
+    if value is None:
+        # On by default only where it cannot fail: a model is at hand and the store retires.
+        wanted = isinstance(extractor, ModelExtractor) and Capability.SUPERSEDE in capabilities
+        return ReconcileConfig() if wanted else None
+    if value is False:
+        return None
+    if extractor is None:
+        raise InvalidArgumentError(
+            f"store '{_name(store)}' extraction: reconcile needs an extractor (facts written "
+            "with add); a store saving through add_messages reconciles by itself"
+        )
+    config = ReconcileConfig() if value is True else value
+    if config.use_model and Capability.SUPERSEDE not in capabilities:
+        raise InvalidArgumentError(
+            f"store '{_name(store)}' extraction: reconciling with a model needs a store that "
+            "supersedes memories (Capability.SUPERSEDE: SQLiteStore, PostgresStore); use "
+            "ReconcileConfig(use_model=False, duplicate_threshold=...) or reconcile=False"
+        )
+    if config.duplicate_threshold is not None and Capability.SEMANTIC not in capabilities:
+        raise InvalidArgumentError(
+            f"store '{_name(store)}' extraction: ReconcileConfig.duplicate_threshold compares "
+            "embeddings and needs a store with an embedder (Capability.SEMANTIC), such as "
+            "SQLiteStore(..., embedder=LocalEmbedder())"
+        )
+    return config
 
 
 def implements(store: object, method: str) -> bool:
@@ -129,7 +181,8 @@ def _config_from_mapping(value: Mapping[Any, Any], store: object) -> ExtractionC
     if unknown:
         raise InvalidArgumentError(
             f"store '{_name(store)}' extraction has unknown key(s) "
-            f"{', '.join(map(repr, unknown))}; expected some of trigger, extractor, filter"
+            f"{', '.join(map(repr, unknown))}; expected some of trigger, extractor, filter, "
+            "reconcile"
         )
     return ExtractionConfig(**value)
 

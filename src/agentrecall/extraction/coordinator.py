@@ -18,11 +18,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentrecall.errors import AggregateMemoryError, InvalidArgumentError
+from agentrecall.extraction import reconcile
 from agentrecall.extraction.config import ResolvedExtraction
+from agentrecall.extraction.reconcile_prompt import ADD
 from agentrecall.extraction.types import AddMessagesContext, ExtractorContext
 from agentrecall.messages import Message, check_message, content_size
 from agentrecall.models.base import ChatModel
-from agentrecall.stores.batches import add_batch
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +70,7 @@ class ExtractionCoordinator:
       extracted in parts, oldest first, each saved on its own; a failed save (or part) is
       retried from the first message it had not saved at the next request, so the model runs
       again on that part and entries already added from it may be added again (stores dedup
-      identical content).
+      identical content, and reconciling neither supersedes nor adds twice).
     * **Saves for one store run one at a time, in order**; different stores never wait for
       each other, and a failing store does not hold back a healthy one.
     * **The agent loop never sees an extraction error**: failures are logged (a warning,
@@ -81,8 +82,9 @@ class ExtractionCoordinator:
       sent again.
 
     A save takes the store's unsaved messages, applies its filter to copies, and writes the
-    survivors: through the extractor (a part at a time) and the store's ``add_many`` (one
-    write for each part's entries;
+    survivors: through the extractor (a part at a time), the reconciling step when the store
+    has one (see :mod:`agentrecall.extraction.reconcile`: at most one more model call per
+    part), and the store's ``add_many`` (one write for each part's plain adds;
     ``add`` per entry for a store without it, or after a failed batch), or, without
     an extractor, in one ``store.add_messages(messages, AddMessagesContext(...))`` call. A
     batch the filter empties writes nothing and counts as saved. Messages every store has
@@ -246,8 +248,13 @@ class ExtractionCoordinator:
             )
             return
         entries = await extractor.extract(messages, self._context)
-        items = [(entry.content, entry.metadata) for entry in entries]
-        errors = [error for error in await add_batch(state.store, items) if error is not None]
+        settings = state.extraction.reconcile
+        if settings is None:
+            decisions = [ADD for _ in entries]
+        else:
+            model = reconcile.deciding_model(settings, extractor, self._context)
+            decisions = await reconcile.decide(state.store, state.name, entries, settings, model)
+        errors = await reconcile.write(state.store, state.name, entries, decisions)
         if errors:
             raise AggregateMemoryError(
                 f"failed to write {len(errors)} of {len(entries)} extracted entries", errors

@@ -7,9 +7,11 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agentrecall.errors import InvalidArgumentError
 from agentrecall.extraction.types import ExtractionResult
 from agentrecall.messages import Message, message_text
 from agentrecall.models.base import valid_text
+from agentrecall.stores.times import timestamp
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +30,9 @@ up, and general knowledge."""
 
 OUTPUT_INSTRUCTION = """\
 Answer with a JSON array and nothing else. Each element is an object of the form \
-{"content": "<one memory>"}. If nothing in the transcript is worth remembering, answer []."""
+{"content": "<one memory>"}; when the transcript says when the fact became true ("we moved \
+in March 2025"), add "valid_from": "<that date, YYYY-MM-DD>". If nothing in the transcript is \
+worth remembering, answer []."""
 """Appended to every system prompt, custom ones included, so the answer can be parsed."""
 
 TRANSCRIPT_INTRO = "Here is the transcript to extract memories from:\n\n"
@@ -73,12 +77,13 @@ def read_answer(answer: str) -> list[ExtractionResult] | None:
     item is skipped, and one warning per answer says how many were skipped and shows the
     first. An object's ``metadata`` is kept when it is a JSON object and dropped otherwise (the
     reference keeps any value, which a store's ``add`` then refuses and the batch fails for
-    good). A lone surrogate the JSON held (``"\ud83d"`` pairing with nothing) becomes U+FFFD,
-    in content and metadata alike, for the same reason.
+    good). An object's ``valid_from`` is kept when it is a time :func:`world_time` accepts,
+    and dropped otherwise. A lone surrogate the JSON held (``"\ud83d"`` pairing with nothing)
+    becomes U+FFFD, in content and metadata alike, for the same reason.
     """
-    arrays, error = _json_values(answer, "[")
+    arrays, error = json_values(answer, "[")
     if not arrays:
-        objects = (_result(value) for value in _json_values(answer, "{")[0])
+        objects = (_result(value) for value in json_values(answer, "{")[0])
         single = next((result for result in objects if result is not None), None)
         if single is not None:
             return [single]
@@ -100,7 +105,7 @@ def read_answer(answer: str) -> list[ExtractionResult] | None:
     return results
 
 
-def _json_values(answer: str, opener: str) -> tuple[list[Any], Exception | None]:
+def json_values(answer: str, opener: str) -> tuple[list[Any], Exception | None]:
     """Return the JSON values starting at an ``opener`` of ``answer`` and not inside another.
 
     ``opener`` is ``"["`` (arrays) or ``"{"`` (objects). Also returns the error of the first
@@ -146,8 +151,31 @@ def _result(item: object) -> ExtractionResult | None:
         return None
     metadata = item.get("metadata")
     return ExtractionResult(
-        valid_text(content), _valid_json(metadata) if isinstance(metadata, dict) else None
+        valid_text(content),
+        _valid_json(metadata) if isinstance(metadata, dict) else None,
+        world_time(item.get("valid_from")),
     )
+
+
+def world_time(value: object) -> str | None:
+    """Return a model's ``valid_from`` when a store accepts it, else ``None`` (logged).
+
+    Accepted: an ISO 8601 date (``"2025-03-01"``) or a time with an offset, as
+    :func:`~agentrecall.stores.times.timestamp` reads them. A date the model got wrong
+    (``"March 2025"``, a naive time) is dropped rather than failing the write: the fact matters
+    more than when it became true.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            timestamp(value, "valid_from")
+        except InvalidArgumentError:
+            pass
+        else:
+            return value
+    logger.warning("extraction: ignoring valid_from %.100r, not an ISO 8601 date", value)
+    return None
 
 
 def _valid_json(value: Any) -> Any:

@@ -18,10 +18,14 @@ class ExtractionResult:
     Attributes:
         content: the memory's text.
         metadata: metadata to store with it, or ``None``.
+        valid_from: when the fact became true in the world, as an ISO 8601 date or time with
+            an offset (``"2025-03-01"``), or ``None`` when the conversation did not say. Passed
+            to the store's ``add``/``supersede`` when it declares ``Capability.SUPERSEDE``.
     """
 
     content: str
     metadata: JsonObject | None = None
+    valid_from: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
