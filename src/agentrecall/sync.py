@@ -75,6 +75,9 @@ class SyncStore:
         filter: Filter = None,
         created_after: Moment = None,
         created_before: Moment = None,
+        as_of: Moment = None,
+        valid_at: Moment = None,
+        include_superseded: bool = False,
         max_search_results: int | None = None,
     ) -> Entries:
         """Search the store, best hit first.
@@ -85,15 +88,19 @@ class SyncStore:
             filter: metadata conditions (``Capability.FILTER``).
             created_after: only memories created at or after this time (``Capability.FILTER``).
             created_before: only memories created before this time (``Capability.FILTER``).
+            as_of: what the store held at this moment (``Capability.SUPERSEDE``).
+            valid_at: only memories true in the world then (``Capability.SUPERSEDE``).
+            include_superseded: retired memories too (``Capability.SUPERSEDE``).
             max_search_results: the same cap as in ``options``, as a keyword; give one or the
                 other.
 
         Raises:
             InvalidArgumentError: ``options`` is not a mapping, the cap is given both ways, or
-                a filter is given to a store without ``Capability.FILTER``.
+                a filter or moment is given to a store without its capability.
         """
         options = _search_options(options, max_search_results)
         bounds = self._bounds(filter, created_after, created_before)
+        bounds |= self._moments(as_of, valid_at, include_superseded)
         return self._run(self.store, self.store.search(query, options, **bounds))
 
     def add(
@@ -103,9 +110,15 @@ class SyncStore:
         *,
         ttl: float | timedelta | None = None,
         expires_at: Moment = None,
+        valid_from: Moment = None,
+        valid_until: Moment = None,
     ) -> AddResult:
-        """Add one memory; ``ttl`` or ``expires_at`` need ``Capability.EXPIRY``."""
+        """Add one memory; ``ttl`` or ``expires_at`` need ``Capability.EXPIRY``, and
+        ``valid_from`` or ``valid_until`` need ``Capability.SUPERSEDE``."""
         expiry = self._optional(Capability.EXPIRY, ttl=ttl, expires_at=expires_at)
+        expiry |= self._optional(
+            Capability.SUPERSEDE, valid_from=valid_from, valid_until=valid_until
+        )
         return self._run(self.store, self.store.add(content, metadata, **expiry))
 
     def add_many(
@@ -163,9 +176,35 @@ class SyncStore:
         result: VectorCoverage = self._call("vector_coverage", None)
         return result
 
-    def get(self, memory_id: str) -> MemoryRecord | None:
-        """Return one memory by id, or ``None``."""
-        result: MemoryRecord | None = self._call("get", Capability.GET, memory_id)
+    def supersede(
+        self,
+        old_ids: Iterable[str],
+        content: str,
+        *,
+        metadata: JsonObject | None = None,
+        valid_from: Moment = None,
+        valid_until: Moment = None,
+        reason: str | None = None,
+    ) -> AddResult:
+        """Add ``content`` and retire the memories ``old_ids`` in its favour (``SUPERSEDE``)."""
+        result: AddResult = self._call(
+            "supersede",
+            Capability.SUPERSEDE,
+            old_ids,
+            content,
+            metadata=metadata,
+            valid_from=valid_from,
+            valid_until=valid_until,
+            reason=reason,
+        )
+        return result
+
+    def get(
+        self, memory_id: str, *, as_of: Moment = None, include_superseded: bool = False
+    ) -> MemoryRecord | None:
+        """Return one memory by id, or ``None``; the keywords need ``Capability.SUPERSEDE``."""
+        moments = self._moments(as_of, None, include_superseded)
+        result: MemoryRecord | None = self._call("get", Capability.GET, memory_id, **moments)
         return result
 
     def update(
@@ -212,22 +251,37 @@ class SyncStore:
         filter: Filter = None,
         created_after: Moment = None,
         created_before: Moment = None,
+        as_of: Moment = None,
+        valid_at: Moment = None,
+        include_superseded: bool = False,
     ) -> Records:
-        """Return memories first stored first; the filter keywords need ``Capability.FILTER``."""
+        """Return memories first stored first; the filter keywords need ``Capability.FILTER``,
+        the moments ``Capability.SUPERSEDE``."""
         bounds = self._bounds(filter, created_after, created_before)
+        bounds |= self._moments(as_of, valid_at, include_superseded)
         result: Records = self._call("list", Capability.LIST, offset=offset, limit=limit, **bounds)
         return result
 
     def count(
-        self, *, filter: Filter = None, created_after: Moment = None, created_before: Moment = None
+        self,
+        *,
+        filter: Filter = None,
+        created_after: Moment = None,
+        created_before: Moment = None,
+        as_of: Moment = None,
+        valid_at: Moment = None,
+        include_superseded: bool = False,
     ) -> int:
-        """Return how many memories match; the keywords need ``Capability.FILTER``."""
+        """Return how many memories match; the filter keywords need ``Capability.FILTER``, the
+        moments ``Capability.SUPERSEDE``."""
         bounds = self._bounds(filter, created_after, created_before)
+        bounds |= self._moments(as_of, valid_at, include_superseded)
         result: int = self._call("count", Capability.COUNT, **bounds)
         return result
 
     def history(self, memory_id: str) -> Versions:
-        """Return the versions that updates, deletion or expiry replaced, oldest first."""
+        """Return the versions that updates, deletion, expiry or supersession replaced, oldest
+        first (with supersession, of the whole chain)."""
         result: Versions = self._call("history", Capability.HISTORY, memory_id)
         return result
 
@@ -333,6 +387,15 @@ class SyncStore:
     def _bounds(self, filter: Filter, after: Moment, before: Moment) -> dict[str, Any]:
         return self._optional(
             Capability.FILTER, filter=filter, created_after=after, created_before=before
+        )
+
+    def _moments(self, as_of: Moment, valid_at: Moment, superseded: bool) -> dict[str, Any]:
+        """The moments of a read that were given (``include_superseded`` only when ``True``)."""
+        return self._optional(
+            Capability.SUPERSEDE,
+            as_of=as_of,
+            valid_at=valid_at,
+            include_superseded=True if superseded is True else None,
         )
 
     def _declared(self) -> frozenset[Capability]:
