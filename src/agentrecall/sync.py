@@ -113,8 +113,11 @@ class SyncStore:
         valid_from: Moment = None,
         valid_until: Moment = None,
     ) -> AddResult:
-        """Add one memory; ``ttl`` or ``expires_at`` need ``Capability.EXPIRY``, and
-        ``valid_from`` or ``valid_until`` need ``Capability.SUPERSEDE``."""
+        """Add one memory; ``ttl``, ``expires_at`` and the world time need capabilities.
+
+        ``ttl`` and ``expires_at`` need ``Capability.EXPIRY``; ``valid_from`` and
+        ``valid_until`` need ``Capability.SUPERSEDE``.
+        """
         expiry = self._optional(Capability.EXPIRY, ttl=ttl, expires_at=expires_at)
         expiry |= self._optional(
             Capability.SUPERSEDE, valid_from=valid_from, valid_until=valid_until
@@ -255,8 +258,10 @@ class SyncStore:
         valid_at: Moment = None,
         include_superseded: bool = False,
     ) -> Records:
-        """Return memories first stored first; the filter keywords need ``Capability.FILTER``,
-        the moments ``Capability.SUPERSEDE``."""
+        """Return memories first stored first.
+
+        The filter keywords need ``Capability.FILTER``, the moments ``Capability.SUPERSEDE``.
+        """
         bounds = self._bounds(filter, created_after, created_before)
         bounds |= self._moments(as_of, valid_at, include_superseded)
         result: Records = self._call("list", Capability.LIST, offset=offset, limit=limit, **bounds)
@@ -272,16 +277,20 @@ class SyncStore:
         valid_at: Moment = None,
         include_superseded: bool = False,
     ) -> int:
-        """Return how many memories match; the filter keywords need ``Capability.FILTER``, the
-        moments ``Capability.SUPERSEDE``."""
+        """Return how many memories match.
+
+        The filter keywords need ``Capability.FILTER``, the moments ``Capability.SUPERSEDE``.
+        """
         bounds = self._bounds(filter, created_after, created_before)
         bounds |= self._moments(as_of, valid_at, include_superseded)
         result: int = self._call("count", Capability.COUNT, **bounds)
         return result
 
     def history(self, memory_id: str) -> Versions:
-        """Return the versions that updates, deletion, expiry or supersession replaced, oldest
-        first (with supersession, of the whole chain)."""
+        """Return the versions that updates, deletion, expiry or supersession replaced.
+
+        Oldest first; with supersession, those of the whole chain.
+        """
         result: Versions = self._call("history", Capability.HISTORY, memory_id)
         return result
 
