@@ -57,9 +57,8 @@ def _extra_keywords(store_class: type) -> dict[str, list[str]]:
         shared = [(p.name, p.kind, p.default) for p in given if p.name in names]
         assert shared == [(p.name, p.kind, p.default) for p in wanted], name
         added = [p for p in given if p.name not in names]
-        # What the store lacks is optional and keyword-only, so its own calls all work: left
-        # out (None), or a switch left off (include_superseded=False).
-        assert all(p.kind is p.KEYWORD_ONLY and p.default in (None, False) for p in added), name
+        # What the store lacks is optional and keyword-only, so its own calls all work.
+        assert all(p.kind is p.KEYWORD_ONLY and p.default is None for p in added), name
         if added:
             extras[name] = [p.name for p in added]
     return extras
