@@ -7,6 +7,9 @@ set by a :class:`~agentrecall.testing.ManualClock`, or on a real JSON file, whic
 from __future__ import annotations
 
 import io
+import os
+import re
+import subprocess
 import sys
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -73,6 +76,9 @@ def test_supersede_retires_the_old_memory_and_prints_the_new_id(
         berlin,
         "2025-03-20T00:00:00.000Z",
     )
+    text = db.ok("get", lyon, "--include-superseded")
+    assert f"superseded_by   {berlin}\n" in text and "valid_until     2025-03-20" in text
+    assert "valid_from" not in text  # unset: left out of the text
     # A retry changes nothing and says so.
     again = db.json("supersede", lyon, BERLIN, "--valid-from", "2025-03-20")
     assert again == {"id": berlin, "created": False, "superseded": [lyon]}
@@ -197,3 +203,32 @@ def test_a_json_store_refuses_naming_the_stores_that_can(
 def test_stats_of_a_json_store_counts_no_retired(js: Cli) -> None:
     assert js.json("stats")["retired"] is None
     assert "retired        - (this kind of store keeps no retired memories)\n" in js.ok("stats")
+
+
+def test_the_guide_s_example_runs(tmp_path: Path) -> None:
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text(encoding="utf-8")
+    [block] = re.findall(r"^```bash\n(lyon=.*?)^```", guide, flags=re.MULTILINE | re.DOTALL)
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", block],
+        env={
+            **os.environ,
+            "AGENTRECALL_HOME": str(tmp_path / "home"),
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+            "COLUMNS": "200",
+        },
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    hits = [line for line in out.splitlines() if re.match(r"\d\. \[", line)]
+    assert len(hits) == 4, out
+    assert BERLIN in hits[0]  # the retired Lyon is left out
+    assert sorted(LYON in hit and "retired by" in hit for hit in hits[1:3]) == [False, True]
+    assert LYON in hits[3] and "retired by" in hits[3]  # true in the world in June 2024
+    assert "supersede by" in out and "moved" in out and "not held back then" in out
+    assert "retired        1\n" in out
+    assert done.stderr.count("no memory with id") == 1

@@ -27,6 +27,9 @@ from agentrecall.types import MemoryVersion
 SEARCH_MODES = ("keyword", "semantic", "hybrid")
 SCORE_KEYS = {"_relevanceScore": "score", "_keywordScore": "keyword_score"}
 SCORE_KEYS["_semanticScore"] = "semantic_score"
+CHANGE_FIELDS = frozenset({"invalidated_at", "superseded_by", "valid_from", "valid_until"})
+"""The fields of facts that change, which ``get`` shows as text only when set (``--json``:
+always), as most memories never have them."""
 RETIRED_KEYS = {"_invalidatedAt": "invalidated_at", "_supersededBy": "superseded_by"}
 """A retired hit's marks in its metadata, and their names in ``--json`` output."""
 
@@ -151,7 +154,11 @@ def _get(memory: SyncStore, args: argparse.Namespace) -> int:
     if record is None:
         return not_found([args.id], args)
     data = record_json(record)
-    fields = [(key, _shown(value)) for key, value in data.items() if key != "content"]
+    fields = [
+        (key, _shown(value))
+        for key, value in data.items()
+        if key != "content" and (value is not None or key not in CHANGE_FIELDS)
+    ]
     content = report.printable(record.content)
     text = "\n".join(tables.block(fields, fit=tables.width())) + "\n\n" + content
     emit(args, data, text)
