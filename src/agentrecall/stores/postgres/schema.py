@@ -15,9 +15,10 @@ The tables:
 * ``scopes (scope, store, user_id, agent_id, session_id)``: each exact scope of a store, once
   (scope ids are never empty strings, so ``coalesce(id, '')`` tells "none" apart).
 * ``memories``: ``seq`` orders them (list order, ties in search); ``id`` is the public id,
-  unique per store; ``(scope, content_hash)`` is unique among current memories, the dedup key: the 128-bit BLAKE2b
-  digest of the stripped content (:func:`~agentrecall.stores.contentkeys.content_hash`), so
-  concurrent adds of one content in one scope store it once, by ``ON CONFLICT``. ``terms`` is
+  unique per store; ``(scope, content_hash)`` is unique among current memories, the dedup
+  key: the 128-bit BLAKE2b digest of the stripped content
+  (:func:`~agentrecall.stores.contentkeys.content_hash`), so concurrent adds of one content
+  in one scope store it once, by ``ON CONFLICT``. ``terms`` is
   the content's terms as :func:`~agentrecall.retrieval.keywords.keyword_terms` reads them, with
   positions, under a GIN index; ``length`` is how many terms it has, for BM25.
 * ``history``: the versions updates, deletes and expiry replaced.
