@@ -57,9 +57,9 @@ history. A tool that fails answers with an error the model can read; the server 
 add_memory says which entries were new and which were already stored (with ids), and takes
 optional metadata (a JSON object) and ttl (seconds; SQLite and PostgreSQL stores).
 search_memory takes as_of (an ISO 8601 date or time; SQLite and PostgreSQL stores) to recall
-what memory held at that moment. Over stdio
-a line that is not a readable JSON-RPC message (not JSON, or text with a lone surrogate such as
-half an emoji) is answered with a JSON-RPC error at once.
+what memory held at that moment. Over stdio a line that is not a readable JSON-RPC message
+(not JSON, or text with a lone surrogate such as half an emoji) is answered with a JSON-RPC
+error at once.
 
 With --http the server listens at http://{DEFAULT_HOST}:{DEFAULT_PORT}/mcp (--port 0 takes a free
 port; the URL is printed on stderr), and every request needs the header "Authorization:

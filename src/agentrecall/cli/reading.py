@@ -12,13 +12,7 @@ import json
 from typing import Any
 
 from agentrecall.cli import listing, report, tables, values, vectors
-from agentrecall.cli.fields import (
-    add_bounds,
-    add_moments,
-    bounds,
-    moments,
-    record_json,
-)
+from agentrecall.cli.fields import add_bounds, add_moments, bounds, moments, record_json
 from agentrecall.cli.options import Parents, command, emit, wants_json
 from agentrecall.stores.base import Capability
 from agentrecall.sync import SyncStore
@@ -167,7 +161,7 @@ def _get(memory: SyncStore, args: argparse.Namespace) -> int:
 
 def _history(memory: SyncStore, args: argparse.Namespace) -> int:
     versions = memory.history(args.id)
-    superseding = Capability.SUPERSEDE in memory_capabilities(memory)
+    superseding = Capability.SUPERSEDE in _capabilities(memory)
     own = memory.get(args.id, include_superseded=superseding)
     if not versions and own is None:
         return not_found([args.id], args)
@@ -203,7 +197,7 @@ def _change_text(version: MemoryVersion) -> str:
     return version.change
 
 
-def memory_capabilities(memory: SyncStore) -> frozenset[Capability]:
+def _capabilities(memory: SyncStore) -> frozenset[Capability]:
     """What the store behind ``memory`` declares."""
     return frozenset(getattr(memory.store, "capabilities", ()))
 
