@@ -7,6 +7,7 @@ index, which reads touch the history, and a process killed in the middle of ``su
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import sqlite3
@@ -176,6 +177,28 @@ async def test_as_of_in_conversation_mode_and_by_meaning(
     await store.aclose()
 
 
+async def test_retired_hits_are_marked_in_every_mode(tmp_path: Path, clock: ManualClock) -> None:
+    embedder = HashEmbedder(256, synonyms=SYNONYMS)
+    store = SQLiteStore(tmp_path / "m.db", embedder=embedder, search_mode="hybrid")
+    old = await store.add("The user prefers an aisle seat", {"session": "a"})
+    then = moment(clock)
+    new = await store.supersede([old.id], "The user prefers a window seat")
+    retired = await store.get(old.id, include_superseded=True)
+    assert retired is not None
+    marks = {"_invalidatedAt": retired.invalidated_at, "_supersededBy": new.id}
+    for options in ({"mode": "semantic"}, {"mode": "hybrid"}, {"neighbours": True}):
+        hits = {h.id: h for h in await store.search("aisle seat", options, include_superseded=True)}
+        assert set(hits) == {old.id, new.id}, options
+        assert hits[old.id].metadata is not None
+        assert {k: hits[old.id].metadata.get(k) for k in marks} == marks, options
+        assert "_supersededBy" not in (hits[new.id].metadata or {}), options
+        # Before its retirement, it was current: found, and not marked.
+        [hit] = await store.search("aisle seat", options, as_of=then)
+        assert hit.id == old.id and "_supersededBy" not in (hit.metadata or {}), options
+        assert old.id not in [h.id for h in await store.search("aisle seat", options)], options
+    await store.aclose()
+
+
 async def test_an_imported_retired_record_stays_retired_beside_a_current_twin(
     tmp_path: Path,
 ) -> None:
@@ -231,6 +254,27 @@ async def test_a_failed_supersede_writes_nothing_not_even_a_new_scope(tmp_path: 
     assert rows(tmp_path / "m.db", "SELECT count(*) FROM memory_scopes") == before
     assert [m.id for m in await store.list()] == [old.id]
     await store.aclose()
+
+
+async def test_two_processes_superseding_one_memory_retire_it_once(tmp_path: Path) -> None:
+    # Two stores on one file, each with its own connection and thread: their transactions
+    # take the write lock in turn, so whichever comes second finds the memory retired.
+    first, second = SQLiteStore(tmp_path / "m.db"), SQLiteStore(tmp_path / "m.db")
+    old = await first.add("The user lives in Lyon")
+    outcomes = await asyncio.gather(
+        first.supersede([old.id], "The user lives in Berlin"),
+        second.supersede([old.id], "The user lives in Oslo"),
+        return_exceptions=True,
+    )
+    [won] = [o for o in outcomes if not isinstance(o, BaseException)]
+    [lost] = [o for o in outcomes if isinstance(o, BaseException)]
+    assert isinstance(lost, InvalidArgumentError) and won.id in str(lost)
+    retired = await first.get(old.id, include_superseded=True)
+    assert retired is not None and retired.superseded_by == won.id
+    assert [v.change for v in await first.history(old.id)] == ["supersede"]
+    assert [m.id for m in await second.list()] == [won.id]
+    await first.aclose()
+    await second.aclose()
 
 
 async def test_the_chain_is_followed_through_a_deleted_memory(tmp_path: Path) -> None:
