@@ -92,6 +92,20 @@ def json_error(message: str, code: int) -> str:
     return json.dumps({"error": message, "code": code}, ensure_ascii=False) + "\n"
 
 
+UNSET_FIELDS = [
+    "updated_at",
+    "expires_at",
+    "user_id",
+    "agent_id",
+    "session_id",
+    "invalidated_at",
+    "superseded_by",
+    "valid_from",
+    "valid_until",
+]
+"""The fields of a memory ``--json`` prints as ``null`` when nothing set them."""
+
+
 def db_file(home: Path, name: str = "memory") -> Path:
     """Where the default store of ``name`` lives: ``$AGENTRECALL_HOME/memory/<name>.db``."""
     return home / "memory" / f"{name}.db"
@@ -439,7 +453,7 @@ def test_list_json_output(target: Target) -> None:
     first = target.cli.add("first", "--meta", "k=1")
     second = target.cli.add("second")
     saved = target.records()
-    unset = dict.fromkeys(["updated_at", "expires_at", "user_id", "agent_id", "session_id"])
+    unset = dict.fromkeys(UNSET_FIELDS)
     assert target.cli.json("list", "--oldest") == [
         {
             "id": first,
@@ -543,7 +557,7 @@ def test_search_and_list_output_has_one_shape_for_every_store(
         "content": "User drinks green tea",
         "created_at": "TIME",
         "metadata": {"source": "chat"},
-        **dict.fromkeys(["updated_at", "expires_at", "user_id", "agent_id", "session_id"]),
+        **dict.fromkeys(UNSET_FIELDS),
     }
     assert outputs["default"]["search text"] == (
         "1. [SCORE] User drinks green tea  (ID)\n2. [SCORE] User drinks coffee  (ID)\n"

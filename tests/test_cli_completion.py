@@ -87,6 +87,16 @@ def test_commands_options_and_values_complete(
     assert "--user-id" in complete(shell, path, "clear", "--")
     assert "--yes" in complete(shell, path, "clear", "--")
     assert complete(shell, path, "completion", "") == ["bash", "zsh"]
+    assert complete(shell, path, "sup") == ["supersede"]
+    assert {"--also", "--reason", "--valid-from", "--metadata"} <= set(
+        complete(shell, path, "supersede", "--")
+    )
+    for command in ("search", "list", "count"):
+        assert complete(shell, path, command, "--as") == ["--as-of"]
+        assert complete(shell, path, command, "--va") == ["--valid-at"]
+        assert complete(shell, path, command, "--inc") == ["--include-superseded"]
+    assert complete(shell, path, "get", "--in") == ["--include-superseded"]
+    assert complete(shell, path, "add", "--valid-") == ["--valid-from", "--valid-until"]
     files = complete(shell, path, "add", "--file", "no")
     assert files == (["notes.txt"] if shell == "bash" else ["@files"])
 

@@ -101,6 +101,10 @@ def expected_json(records: list[MemoryRecord]) -> str:
             "user_id": r.user_id,
             "agent_id": r.agent_id,
             "session_id": r.session_id,
+            "invalidated_at": r.invalidated_at,
+            "superseded_by": r.superseded_by,
+            "valid_from": r.valid_from,
+            "valid_until": r.valid_until,
         }
         for r in records
     ]

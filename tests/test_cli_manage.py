@@ -125,6 +125,7 @@ def test_get_shows_every_field_and_the_whole_content(db: Cli) -> None:
     text = db.ok("get", memory_id, "--user-id", "alice")
     assert f"id          {memory_id}\n" in text
     assert 'metadata    {"k": 1}\n' in text
+    assert "superseded_by" not in text  # the fields of facts that change, only when set
     assert text.endswith("\n\nline one\nline two\n")
 
 

@@ -9,6 +9,7 @@ import re
 import socket
 import subprocess
 import sys
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from test_mcp_server import call, connected, contents, stdio_client
 from test_postgres_connection import _require_password
 
 from agentrecall import PostgresStore, SQLiteStore
-from agentrecall.testing import HashEmbedder
+from agentrecall.testing import HashEmbedder, ManualClock
 from agentrecall.testing.postgres import TemporaryPostgres
 
 HASH = "agentrecall.testing:HashEmbedder"
@@ -100,6 +101,27 @@ def test_every_store_command_works_on_postgresql(
     ok(capsys, *dsn, "clear", "--yes", "--user-id", "ana")
     assert json.loads(ok(capsys, *dsn, "--json", "count")) == {"count": 1}
     assert ok(capsys, *dsn, "reindex", "--embedder", HASH) == f"computed 1 vector with {HASH}\n"
+
+
+def test_facts_that_change_on_postgresql(
+    postgres_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dsn = ["--dsn", postgres_dsn, "--pg-name", "changes"]
+    with ManualClock(datetime(2025, 3, 1, tzinfo=timezone.utc)) as clock:
+        lyon = json.loads(ok(capsys, *dsn, "--json", "add", "The user lives in Lyon"))["id"]
+        clock.advance(timedelta(days=31))
+        arguments = ("supersede", lyon, "The user lives in Berlin", "--reason", "moved")
+        berlin = ok(capsys, *dsn, *arguments, "--valid-from", "2025-03-20").strip()
+    assert [h["id"] for h in json.loads(ok(capsys, *dsn, "--json", "search", "lives"))] == [berlin]
+    then = json.loads(ok(capsys, *dsn, "--json", "search", "lives", "--as-of", "2025-03-15"))
+    assert [h["id"] for h in then] == [lyon]
+    both = json.loads(ok(capsys, *dsn, "--json", "list", "--include-superseded", "--oldest"))
+    assert [(r["id"], r["superseded_by"]) for r in both] == [(lyon, berlin), (berlin, None)]
+    assert ok(capsys, *dsn, "count", "--valid-at", "2025-03-10", "--include-superseded") == "1\n"
+    chain = json.loads(ok(capsys, *dsn, "--json", "history", berlin))
+    assert [(v["memory_id"], v["change"]) for v in chain["versions"]] == [(lyon, "supersede")]
+    stats = json.loads(ok(capsys, *dsn, "--json", "stats"))
+    assert (stats["count"], stats["retired"]) == (1, 1)
 
 
 def test_names_and_schemas_keep_stores_apart(

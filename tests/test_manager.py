@@ -10,6 +10,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from memory_doubles import (
     reference_stores,
 )
 
-from agentrecall import AddResult, JsonFileStore, MemoryEntry
+from agentrecall import AddResult, JsonFileStore, MemoryEntry, SQLiteStore
 from agentrecall.errors import AggregateMemoryError, InvalidArgumentError
 from agentrecall.extraction import (
     ExtractionConfig,
@@ -36,7 +37,7 @@ from agentrecall.extraction import (
 from agentrecall.memory.injection import InjectionConfig
 from agentrecall.memory.manager import MemoryManager
 from agentrecall.stores.base import MemoryStore
-from agentrecall.testing import ScriptedChatModel
+from agentrecall.testing import ManualClock, ScriptedChatModel
 
 MANAGER = load_fixture("strands_manager.json")
 CONSTRUCTOR_ERRORS = MANAGER["constructor_errors"]
@@ -394,6 +395,48 @@ async def test_forget_by_id_in_real_files(tmp_path: Path) -> None:
         await manager.forget(["x"], stores=["no-delete"])
     with pytest.raises(ValueError, match="list of strings"):
         await manager.forget("p-dark-mode")
+
+
+# --- supersede and as_of -----------------------------------------------------------------------
+
+
+async def test_supersede_corrects_in_every_store_holding_the_id(tmp_path: Path) -> None:
+    json_stores = reference_stores(tmp_path)
+    async with (
+        SQLiteStore(tmp_path / "a.db", name="a") as first,
+        SQLiteStore(tmp_path / "b.db", name="b") as second,
+    ):
+        with ManualClock(datetime(2025, 3, 1, tzinfo=timezone.utc)):
+            record = await first.get((await first.add("User drinks coffee", {"k": 1})).id)
+            assert record is not None
+            await second.import_records([record])  # a copy keeps its id, as migrate does
+        manager = MemoryManager([*json_stores, first, second])
+        done = await manager.supersede(record.id, "User drinks tea", reason="switched")
+        assert [(name, result.created) for name, result in done] == [("a", True), ("b", True)]
+        for store, (_, result) in zip((first, second), done, strict=True):
+            assert [h.content for h in await store.search("user drinks")] == ["User drinks tea"]
+            assert (await store.get(result.id)).metadata == {"k": 1}  # type: ignore[union-attr]
+            hits = await manager.search("drinks", stores=[store.name], as_of="2025-03-02")
+            assert [(h.content, h.id) for h in hits] == [("User drinks coffee", record.id)]
+        with pytest.raises(
+            ValueError, match="store 'personal' is read-only for update .*Capability.SUPERSEDE"
+        ):
+            await manager.supersede(record.id, "x", stores=["personal"])
+        with pytest.raises(ValueError, match="no memory with id 'nope' in a, b"):
+            await manager.supersede("nope", "x")
+        with pytest.raises(ValueError, match="content must be a string"):
+            await manager.supersede(record.id, None)  # type: ignore[arg-type]
+
+
+async def test_search_as_of_refuses_stores_without_a_past_and_bad_times(tmp_path: Path) -> None:
+    async with SQLiteStore(tmp_path / "m.db", name="m") as store:
+        manager = MemoryManager([*reference_stores(tmp_path), store])
+        with pytest.raises(ValueError, match="as_of: the stores personal, .* cannot recall"):
+            await manager.search("dark", as_of="2025-01-01")
+        assert await manager.search("dark", stores=["m"], as_of="2025-01-01") == []
+        # Checked before any store is searched: not a failed store skipped with a warning.
+        with pytest.raises(ValueError, match="as_of must be a timezone-aware datetime"):
+            await manager.search("dark", stores=["m"], as_of="2025-01-01T00:00:00")
 
 
 # --- tools -------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from agentrecall import MemoryManager, SQLiteStore
 from agentrecall.cli.main import main
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.mcp import SessionLimits, memory_server, serve_http
+from agentrecall.testing import ManualClock
 
 TIMEOUT = 60  # seconds: only a guard against a hang, generous for a loaded machine
 TOKEN = "test-token-0123456789"
@@ -102,7 +104,9 @@ def db(tmp_path: Path) -> Path:
 
 async def test_add_search_forget_over_stdio(db: Path) -> None:
     async with connected(stdio_client("--db", str(db), "--allow-forget")) as client:
-        await assert_offers_the_managers_tools(client, db, add_tool=True, forget_tool=True)
+        await assert_offers_the_managers_tools(
+            client, db, add_tool=True, forget_tool=True, update_tool=True
+        )
         facts = ["The user's dog is named Biscuit.", "The user prefers aisle seats."]
         assert (await call(client, "add_memory", {"entries": facts}))["stored"] == 2
         [hit] = await call(client, "search_memory", {"query": "dog", "max_search_results": 1})
@@ -123,7 +127,44 @@ async def test_forget_needs_the_flag(db: Path) -> None:
             [record_id] = [record.id for record in await store.list()]
         with pytest.raises(MCPError, match="unknown tool 'forget_memory'"):
             await client.call_tool("forget_memory", {"ids": [record_id]})
+        with pytest.raises(MCPError, match="unknown tool 'update_memory'"):
+            await client.call_tool("update_memory", {"memory_id": record_id, "content": "Porto"})
         assert await contents(client, "Lisbon") == ["The user lives in Lisbon."]
+
+
+async def test_update_and_as_of_over_stdio(db: Path) -> None:
+    async with SQLiteStore(db) as store:
+        with ManualClock(datetime(2025, 3, 1, tzinfo=timezone.utc)):
+            lyon = (await store.add("The user lives in Lyon.", {"topic": "home"})).id
+    async with connected(stdio_client("--db", str(db), "--allow-forget")) as client:
+        [hit] = await call(client, "search_memory", {"query": "where does the user live"})
+        assert hit["id"] == lyon
+        arguments = {"memory_id": lyon, "content": "The user lives in Berlin.", "reason": "moved"}
+        [updated] = (await call(client, "update_memory", arguments))["updated"]
+        assert updated["replaces"] == lyon and updated["store_name"] == "memory"
+        assert await contents(client, "user lives") == ["The user lives in Berlin."]
+        # The server corrected it now; on 1 June 2025 the store still held Lyon.
+        then = await call(client, "search_memory", {"query": "user lives", "as_of": "2025-06-01"})
+        assert [(h["id"], h["content"]) for h in then] == [(lyon, "The user lives in Lyon.")]
+        error = await tool_error(client, "search_memory", {"query": "x", "as_of": "June"})
+        assert error.startswith("Error: as_of must be a timezone-aware datetime")
+        error = await tool_error(client, "update_memory", {"memory_id": "nope", "content": "x"})
+        assert error == "Error: MemoryManager: no memory with id 'nope' in memory"
+    async with SQLiteStore(db, writable=False) as store:
+        old = await store.get(lyon, include_superseded=True)
+        new = await store.get(updated["id"])
+        [version] = await store.history(lyon)
+    assert old is not None and old.superseded_by == updated["id"]
+    assert new is not None and new.metadata == {"topic": "home"}
+    assert (version.change, version.reason) == ("supersede", "moved")
+
+
+async def test_a_json_store_offers_no_update_and_no_as_of(tmp_path: Path) -> None:
+    path = tmp_path / "memory.json"
+    async with connected(stdio_client("--path", str(path), "--allow-forget")) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        assert list(tools) == ["search_memory", "add_memory", "forget_memory"]
+        assert "as_of" not in tools["search_memory"].input_schema["properties"]
 
 
 async def test_bad_arguments_are_tool_errors_and_the_server_goes_on(db: Path) -> None:
@@ -396,6 +437,7 @@ def raw_stdio(db: Path) -> Iterator[RawStdio]:
         ("search_memory", r'{"query": "sushi \ud83c"}', "params.arguments.query"),
         ("add_memory", r'{"entries": ["ok", "Ana loves \ud83c"]}', "params.arguments.entries[1]"),
         ("forget_memory", r'{"ids": ["\udc00"]}', "params.arguments.ids[0]"),
+        ("update_memory", r'{"memory_id": "a", "content": "\ud83c"}', "params.arguments.content"),
     ],
 )
 def test_stdio_answers_text_that_is_not_unicode_at_once_and_goes_on(
@@ -524,7 +566,7 @@ async def http_session(
 
 async def test_http_lists_adds_searches_and_forgets(http_server: HttpServer) -> None:
     async with http_session(http_server.url) as client:
-        expected_names = ["search_memory", "add_memory", "forget_memory"]
+        expected_names = ["search_memory", "add_memory", "forget_memory", "update_memory"]
         assert [t.name for t in (await client.list_tools()).tools] == expected_names
         await call(client, "add_memory", {"entries": ["The user is learning Japanese."]})
         [hit] = await call(client, "search_memory", {"query": "Japanese"})

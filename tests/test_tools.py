@@ -6,6 +6,8 @@ import asyncio
 import json
 import logging
 import re
+from collections.abc import AsyncIterator
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +25,11 @@ from memory_doubles import (
 )
 from strict_schema import assert_strict_schema, defaults_that_do_not_fit
 
-from agentrecall import JsonFileStore
+from agentrecall import JsonFileStore, SQLiteStore
 from agentrecall.errors import AggregateMemoryError, InvalidArgumentError
 from agentrecall.memory.manager import MemoryManager
 from agentrecall.memory.tools import AddToolConfig, MemoryTool, ToolConfig, ToolResult
+from agentrecall.testing import ManualClock
 
 MANAGER = load_fixture("strands_manager.json")
 SPECS = MANAGER["tool_specs"]
@@ -352,6 +355,144 @@ async def test_forget_deletes_by_id(stores: list[JsonFileStore]) -> None:
 async def test_forget_with_no_ids_is_an_error(stores: list[JsonFileStore]) -> None:
     forget = tools_of(MemoryManager(stores, forget_tool=True))["forget_memory"]
     assert await forget(ids=[]) == "Error: MemoryManager: forget_memory requires at least one id"
+
+
+# --- update_memory and search_memory's as_of --------------------------------------------------
+
+MARCH = datetime(2025, 3, 1, tzinfo=timezone.utc)
+
+
+@pytest.fixture
+async def lyon(tmp_path: Path) -> AsyncIterator[tuple[SQLiteStore, str]]:
+    """A real SQLite store whose one memory, dated 1 March 2025, says the user lives in Lyon."""
+    async with SQLiteStore(tmp_path / "m.db", name="personal") as store:
+        with ManualClock(MARCH):
+            memory_id = (await store.add("The user lives in Lyon", {"topic": "home"})).id
+        yield store, memory_id
+
+
+async def test_update_is_offered_only_when_asked_and_a_store_can_supersede(
+    stores: list[JsonFileStore], lyon: tuple[SQLiteStore, str]
+) -> None:
+    store, _ = lyon
+    assert "update_memory" not in tools_of(MemoryManager([store], forget_tool=True))
+    tools = tools_of(MemoryManager([store], update_tool=True))
+    assert list(tools) == ["search_memory", "update_memory"]
+    schema = tools["update_memory"].input_schema
+    assert schema["required"] == ["memory_id", "content"]
+    assert list(schema["properties"]) == ["memory_id", "content", "reason", "stores"]
+    assert_strict_schema(schema)
+    # Only the stores that can supersede are offered, and described.
+    described = SQLiteStore(store.path, name="notes", description="Notes & facts")
+    mixed = tools_of(MemoryManager([*stores, described], update_tool=True))["update_memory"]
+    assert "- notes: Notes & facts" in mixed.description and PREFS not in mixed.description
+    with pytest.raises(
+        InvalidArgumentError,
+        match="update_tool is enabled but no writable "
+        "store can supersede memories .*SQLiteStore and PostgresStore",
+    ):
+        MemoryManager(stores, update_tool=True)
+    read_only = SQLiteStore(store.path, writable=False)
+    with pytest.raises(InvalidArgumentError, match="update_tool is enabled"):
+        MemoryManager([read_only], update_tool=ToolConfig(name="fix"))
+
+
+def test_a_strands_store_offers_no_update_and_no_as_of(tmp_path: Path) -> None:
+    from strands.vended_memory_stores.test_memory_store import TestMemoryStore as StrandsStore
+
+    theirs = StrandsStore(name="theirs", path=str(tmp_path / "theirs.json"))
+    with pytest.raises(InvalidArgumentError, match="update_tool is enabled"):
+        MemoryManager([theirs], update_tool=True)
+    search = tools_of(MemoryManager([theirs]))["search_memory"]
+    assert "as_of" not in search.input_schema["properties"]
+
+
+async def test_update_supersedes_by_id_and_as_of_still_finds_the_old_fact(
+    lyon: tuple[SQLiteStore, str],
+) -> None:
+    store, lyon_id = lyon
+    tools = tools_of(MemoryManager([store], update_tool=True))
+    search, update = tools["search_memory"], tools["update_memory"]
+    [hit] = json.loads(await search(query="where does the user live"))
+    assert hit["id"] == lyon_id  # ids come with update_memory, as with forget_memory
+    with ManualClock(MARCH + timedelta(days=30)):
+        answer = json.loads(
+            await update(memory_id=lyon_id, content="The user lives in Berlin", reason="moved")
+        )
+    [item] = answer["updated"]
+    assert item["replaces"] == lyon_id and item["store_name"] == "personal"
+    berlin_id = item["id"]
+    assert [h["content"] for h in json.loads(await search(query="user lives"))] == [
+        "The user lives in Berlin"
+    ]
+    # Before the correction the store held Lyon; a day after adding it, Berlin was unknown.
+    before = json.loads(await search(query="user lives", as_of="2025-03-15"))
+    assert [(h["id"], h["content"]) for h in before] == [(lyon_id, "The user lives in Lyon")]
+    assert json.loads(await search(query="user lives", as_of="2025-02-01")) == []
+    # The new memory keeps the old one's metadata; the old one is retired, not lost.
+    new = await store.get(berlin_id)
+    assert new is not None and new.metadata == {"topic": "home"}
+    old = await store.get(lyon_id, include_superseded=True)
+    assert old is not None and old.superseded_by == berlin_id
+    [version] = await store.history(lyon_id)
+    assert (version.change, version.reason, version.superseded_by) == (
+        "supersede",
+        "moved",
+        berlin_id,
+    )
+    # A retry changes nothing and answers with the same memory.
+    again = json.loads(await update(memory_id=lyon_id, content="The user lives in Berlin"))
+    assert again == {"updated": [{"id": berlin_id, "replaces": lyon_id, "store_name": "personal"}]}
+    assert await store.count(include_superseded=True) == 2
+
+
+async def test_update_errors_reach_the_model_in_words(lyon: tuple[SQLiteStore, str]) -> None:
+    store, lyon_id = lyon
+    update = tools_of(MemoryManager([store], update_tool=True))["update_memory"]
+    assert await update(memory_id="nope", content="x") == (
+        "Error: MemoryManager: no memory with id 'nope' in personal"
+    )
+    missing = await update(memory_id=lyon_id)
+    assert missing.startswith("Error: Validation failed for input parameters:")
+    assert "content" in missing
+    await update(memory_id=lyon_id, content="The user lives in Berlin")
+    # Retired by Berlin already: correcting it to something else names both.
+    twice = await update(memory_id=lyon_id, content="The user lives in Paris")
+    assert twice.startswith("Error: ") and lyon_id in twice
+    assert await store.count() == 1
+
+
+async def test_search_as_of_is_offered_with_a_store_that_keeps_its_past(
+    stores: list[JsonFileStore], lyon: tuple[SQLiteStore, str]
+) -> None:
+    store, lyon_id = lyon
+    team = stores[1]  # the JSON store without a description; the other is also "personal"
+    mixed = tools_of(MemoryManager([team, store]))["search_memory"]
+    reference = SPECS["search_memory"]["inputSchema"]["json"]
+    schema = without_descriptions(mixed.input_schema)
+    assert schema["properties"].pop("as_of") == {"type": "string"}
+    assert schema == without_null_defaults(without_descriptions(reference))
+    assert_strict_schema(mixed.input_schema)
+    # Without the store's name, as_of searches the stores that can answer for the past.
+    found = json.loads(await mixed(query="user lives dark", as_of="2025-03-02"))
+    assert [(h["content"], h["store_name"]) for h in found] == [
+        ("The user lives in Lyon", "personal")
+    ]
+    named = await mixed(query="dark", as_of="2025-03-02", stores=[TEAM])
+    assert named.startswith(f"Error: as_of: the store {TEAM} cannot recall a past moment")
+    assert "SQLiteStore and PostgresStore" in named and named.endswith(": personal")
+
+
+@pytest.mark.parametrize("moment", ["yesterday", "2025-03-01T10:00:00", "2025-13-01"])
+async def test_a_bad_as_of_is_an_error_naming_it(
+    lyon: tuple[SQLiteStore, str], moment: str
+) -> None:
+    store, _ = lyon
+    search = tools_of(MemoryManager([store]))["search_memory"]
+    result = await search.invoke({"query": "lives", "as_of": moment})
+    assert result.is_error
+    assert result.text.startswith("Error: as_of must be a timezone-aware datetime, an ISO 8601")
+    assert repr(moment) in result.text
 
 
 # --- calling convention --------------------------------------------------------------------------

@@ -19,7 +19,14 @@ from typing import Any
 
 from agentrecall._internal.text import escape_surrogates, plural
 from agentrecall.cli import report, tables, values
-from agentrecall.cli.fields import add_bounds, bounds, record_json, scope_label
+from agentrecall.cli.fields import (
+    add_bounds,
+    as_of_of,
+    bounds,
+    record_json,
+    retired_label,
+    scope_label,
+)
 from agentrecall.cli.options import Parents, command, wants_json
 from agentrecall.sync import SyncStore
 from agentrecall.types import MemoryRecord
@@ -31,8 +38,9 @@ PAGE = 5_000
 """Memories read per ``list`` call of the store (as ``stats`` reads them): few enough to hold,
 many enough that each call's OFFSET, which the store skips row by row, is paid seldom."""
 
-COLUMNS = 4
-"""The table's columns: created, id, scope, content."""
+COLUMNS = 5
+"""The table's columns: created, id, scope, retired (blank, and so left out, unless asked for
+retired memories), content."""
 
 
 def register(commands: Any, parents: Parents) -> None:
@@ -43,7 +51,8 @@ def register(commands: Any, parents: Parents) -> None:
         parents.store,
         help=f"list memories, the last stored first, {DEFAULT_LIMIT} at a time",
         example="agentrecall list\nagentrecall list --oldest --offset 20 --limit 50\n"
-        "agentrecall --json list --all --user-id alice > alice.json",
+        "agentrecall --json list --all --user-id alice > alice.json\n"
+        "agentrecall list --as-of 2025-03-01 --include-superseded",
     )
     pages = listing.add_mutually_exclusive_group()
     pages.add_argument(
@@ -70,7 +79,7 @@ def _list(memory: SyncStore, args: argparse.Namespace) -> int:
     def records() -> Iterator[list[MemoryRecord]]:
         return pages(memory, start, end, conditions, oldest=args.oldest)
 
-    shown = _json(records()) if wants_json(args) else _table(records)
+    shown = _json(records()) if wants_json(args) else _table(records, as_of_of(args))
     if shown == 0 and not wants_json(args):
         report.emit(_nothing(total, args, conditions))
     more = total - args.offset - shown
@@ -132,8 +141,10 @@ def _json(records: Iterator[list[MemoryRecord]]) -> int:
     return count
 
 
-def _table(records: Callable[[], Iterator[list[MemoryRecord]]]) -> int:
+def _table(records: Callable[[], Iterator[list[MemoryRecord]]], as_of: str | None) -> int:
     """Write the memories as aligned rows; return how many. ``records()`` yields the pages.
+
+    A memory retired (by ``as_of``, when given) is marked as such, naming its successor.
 
     The columns' widths are known only once every row is seen, so the pages are read twice:
     once to measure, once to write. Holding the rows instead, even in a temporary file, would
@@ -142,18 +153,20 @@ def _table(records: Callable[[], Iterator[list[MemoryRecord]]]) -> int:
     layout = tables.Layout(COLUMNS)
     for page in records():
         for record in page:
-            layout.measure(_row(record))
+            layout.measure(_row(record, as_of))
     fit = tables.width()
     count = 0
     for page in records():
-        report.emit("\n".join(layout.lines([_row(record) for record in page], fit=fit)))
+        rows = [_row(record, as_of) for record in page]
+        report.emit("\n".join(layout.lines(rows, fit=fit)))
         count += len(page)
     return count
 
 
-def _row(record: MemoryRecord) -> list[str]:
+def _row(record: MemoryRecord, as_of: str | None) -> list[str]:
     """The cells of ``record``'s row, each on one line."""
-    cells = (record.created_at, record.id, scope_label(record), record.content)
+    retired = retired_label(record, as_of)
+    cells = (record.created_at, record.id, scope_label(record), retired, record.content)
     return [report.one_line(cell) for cell in cells]
 
 

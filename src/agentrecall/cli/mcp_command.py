@@ -51,11 +51,15 @@ AGENTRECALL_HOME defaults to ~/.agentrecall):
   }}
 
 The tools are search_memory and, unless --read-only, add_memory; forget_memory only with
---allow-forget. A tool that fails answers with an error the model can read; the server goes on.
+--allow-forget, and so update_memory (SQLite and PostgreSQL stores), which corrects a memory
+by id: the corrected text becomes a new memory and the old one is retired, kept in its
+history. A tool that fails answers with an error the model can read; the server goes on.
 add_memory says which entries were new and which were already stored (with ids), and takes
-optional metadata (a JSON object) and ttl (seconds; SQLite and PostgreSQL stores). Over stdio
-a line that is not a readable JSON-RPC message (not JSON, or text with a lone surrogate such as
-half an emoji) is answered with a JSON-RPC error at once.
+optional metadata (a JSON object) and ttl (seconds; SQLite and PostgreSQL stores).
+search_memory takes as_of (an ISO 8601 date or time; SQLite and PostgreSQL stores) to recall
+what memory held at that moment. Over stdio a line that is not a readable JSON-RPC message
+(not JSON, or text with a lone surrogate such as half an emoji) is answered with a JSON-RPC
+error at once.
 
 With --http the server listens at http://{DEFAULT_HOST}:{DEFAULT_PORT}/mcp (--port 0 takes a free
 port; the URL is printed on stderr), and every request needs the header "Authorization:
@@ -111,7 +115,11 @@ def add_parser(commands: Any, common: argparse.ArgumentParser, *, default: str) 
     )
     writes = parser.add_mutually_exclusive_group()
     writes.add_argument("--read-only", action="store_true", help="open the store read-only")
-    writes.add_argument("--allow-forget", action="store_true", help="offer forget_memory too")
+    writes.add_argument(
+        "--allow-forget",
+        action="store_true",
+        help="offer forget_memory too, and update_memory (SQLite and PostgreSQL stores)",
+    )
     parser.set_defaults(serve=lambda args: _serve(args, parser, default))
 
 
@@ -124,6 +132,7 @@ def _serve(args: argparse.Namespace, parser: argparse.ArgumentParser, default: s
         stop = Stop(_stopping)
         stop.install()  # from here on, a signal stops the server gracefully, even now
     from agentrecall.memory.manager import MemoryManager  # only the server needs it loaded
+    from agentrecall.memory.tools import remembers
 
     try:
         from agentrecall.mcp import is_loopback  # the SDK, an optional extra
@@ -144,6 +153,8 @@ def _serve(args: argparse.Namespace, parser: argparse.ArgumentParser, default: s
         [store],
         add_tool=store.writable,
         forget_tool=args.allow_forget,
+        # Correcting a memory retires it: as much in the client's hands as forgetting one.
+        update_tool=args.allow_forget and remembers(store),
         injection=False,
         report_failed_searches=True,  # a client must tell a failed search from no results
     )

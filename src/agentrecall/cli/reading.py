@@ -12,30 +12,45 @@ import json
 from typing import Any
 
 from agentrecall.cli import listing, report, tables, values, vectors
-from agentrecall.cli.fields import add_bounds, bounds, record_json
+from agentrecall.cli.fields import add_bounds, add_moments, bounds, moments, record_json
 from agentrecall.cli.options import Parents, command, emit, wants_json
 from agentrecall.stores.base import Capability
 from agentrecall.sync import SyncStore
+from agentrecall.types import MemoryVersion
 
 SEARCH_MODES = ("keyword", "semantic", "hybrid")
 SCORE_KEYS = {"_relevanceScore": "score", "_keywordScore": "keyword_score"}
 SCORE_KEYS["_semanticScore"] = "semantic_score"
+CHANGE_FIELDS = frozenset({"invalidated_at", "superseded_by", "valid_from", "valid_until"})
+"""The fields of facts that change, which ``get`` shows as text only when set (``--json``:
+always), as most memories never have them."""
+RETIRED_KEYS = {"_invalidatedAt": "invalidated_at", "_supersededBy": "superseded_by"}
+"""A retired hit's marks in its metadata, and their names in ``--json`` output."""
 
 
 def register(commands: Any, parents: Parents) -> None:
     """Add the reading commands to ``commands``."""
     _search_parser(commands, parents)
     get = command(
-        commands, "get", parents.store, help="show one memory", example="agentrecall get ID"
+        commands,
+        "get",
+        parents.store,
+        help="show one memory",
+        example="agentrecall get ID\nagentrecall get ID --as-of 2025-03-01",
     )
     get.add_argument("id", type=values.memory_id, help="the memory's id")
+    add_moments(get, world=False)
     get.set_defaults(command=_get, verb="get", reads_only=True)
     listing.register(commands, parents)
     history = command(
         commands,
         "history",
         parents.store,
-        help="show a memory's earlier versions, oldest first, then the current one",
+        help="show a memory's earlier versions, oldest first, then the current one; with "
+        "supersede, those of the memories it replaced and that replaced it",
+        epilog="A memory superseded by another (or that superseded others) has a chain: the\n"
+        "versions of every memory in it come in the order they were replaced, each naming\n"
+        "its memory, a retired memory's naming the one that replaced it.",
         example="agentrecall history ID",
     )
     history.add_argument(
@@ -63,6 +78,7 @@ def _search_parser(commands: Any, parents: Parents) -> None:
         help="recall memories for a query, best first",
         example='agentrecall search "which seat does the user like" -n 5\n'
         "agentrecall search seats --mode hybrid --min-score 0.2 --after 2025-01-01\n"
+        'agentrecall search "where does the user live" --as-of 2025-03-01\n'
         "agentrecall search -- -dark   # a query starting with -, after --",
     )
     search.add_argument(
@@ -100,13 +116,17 @@ def _search(memory: SyncStore, args: argparse.Namespace) -> int:
     for hit in hits:
         metadata = dict(hit.metadata or {})
         scores = {name: metadata.pop(key) for key, name in SCORE_KEYS.items() if key in metadata}
-        rows.append({"id": hit.id, **scores, "content": hit.content, "metadata": metadata})
+        # Asked for retired memories, every row says whether it is one (None: current).
+        marks = {name: metadata.pop(key, None) for key, name in RETIRED_KEYS.items()}
+        row = {"id": hit.id, **scores, "content": hit.content, "metadata": metadata}
+        rows.append(row | marks if args.include_superseded else row)
     if args.min_score is not None:
         rows = [row for row in rows if _number(row.get("score")) >= args.min_score]
     fit = tables.width()
     lines = []
     for rank, row in enumerate(rows, 1):
-        lead, tail = f"{rank}. [{_score_text(row.get('score'))}] ", f"  ({row['id']})"
+        lead = f"{rank}. [{_score_text(row.get('score'))}] "
+        tail = f"  ({row['id']}{_retired_text(row)})"
         room = None if fit is None else fit - len(lead) - len(tail)
         lines.append(lead + tables.shorten(row["content"], room) + tail)
     emit(args, rows, "\n".join(lines) if lines else "no memories match")
@@ -115,12 +135,24 @@ def _search(memory: SyncStore, args: argparse.Namespace) -> int:
     return report.OK
 
 
+def _retired_text(row: dict[str, Any]) -> str:
+    """``, retired by ID`` after a retired hit's id; ``""`` for a current one."""
+    if row.get("invalidated_at") is None:
+        return ""
+    successor = row.get("superseded_by")
+    return f", retired by {successor}" if successor else ", retired"
+
+
 def _get(memory: SyncStore, args: argparse.Namespace) -> int:
-    record = memory.get(args.id)
+    record = memory.get(args.id, **moments(args))
     if record is None:
         return not_found([args.id], args)
     data = record_json(record)
-    fields = [(key, _shown(value)) for key, value in data.items() if key != "content"]
+    fields = [
+        (key, _shown(value))
+        for key, value in data.items()
+        if key != "content" and (value is not None or key not in CHANGE_FIELDS)
+    ]
     content = report.printable(record.content)
     text = "\n".join(tables.block(fields, fit=tables.width())) + "\n\n" + content
     emit(args, data, text)
@@ -129,19 +161,45 @@ def _get(memory: SyncStore, args: argparse.Namespace) -> int:
 
 def _history(memory: SyncStore, args: argparse.Namespace) -> int:
     versions = memory.history(args.id)
-    current = memory.get(args.id)
-    if not versions and current is None:
+    superseding = Capability.SUPERSEDE in _capabilities(memory)
+    own = memory.get(args.id, include_superseded=superseding)
+    if not versions and own is None:
         return not_found([args.id], args)
-    table = [[v.changed_at, v.change, v.reason or "", v.content] for v in versions]
-    if current is not None:
-        table.append([current.updated_at or current.created_at, "current", "", current.content])
+    # The chain's memories: every one a version names, as its own or as its successor.
+    chain = dict.fromkeys([args.id, *(v.memory_id for v in versions if v.memory_id)])
+    chain |= dict.fromkeys(v.superseded_by for v in versions if v.superseded_by)
+    current = [own] if own is not None and own.invalidated_at is None else []
+    current += [r for i in chain if i != args.id and (r := memory.get(i)) is not None]
+    current.sort(key=lambda record: (record.created_at, record.id))
+    several = len(chain) > 1  # then each row names its memory
+    table = [
+        [v.changed_at, *([v.memory_id or ""] if several else []), _change_text(v), v.reason or ""]
+        + [v.content]
+        for v in versions
+    ]
+    for record in current:
+        since = record.updated_at or record.created_at
+        table.append([since, *([record.id] if several else []), "current", "", record.content])
     data = {
         "id": args.id,
         "versions": [dataclasses.asdict(v) for v in versions],
-        "current": None if current is None else record_json(current),
+        "current": None if own is None else record_json(own),
+        "chain_current": [record_json(record) for record in current],
     }
     emit(args, data, "\n".join(tables.rows(table, fit=tables.width())))
     return report.OK
+
+
+def _change_text(version: MemoryVersion) -> str:
+    """A version's change as the history table shows it: a retirement names its successor."""
+    if version.change == "supersede" and version.superseded_by:
+        return f"supersede by {version.superseded_by}"
+    return version.change
+
+
+def _capabilities(memory: SyncStore) -> frozenset[Capability]:
+    """What the store behind ``memory`` declares."""
+    return frozenset(getattr(memory.store, "capabilities", ()))
 
 
 def _count(memory: SyncStore, args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ import argparse
 
 from agentrecall.cli import opening, upgrading
 from agentrecall.cli.embedding import LOCAL, embedder_named
+from agentrecall.cli.fields import SUPERSEDING_STORES
 from agentrecall.cli.options import DEFAULT_STORE, Command
 from agentrecall.embeddings.base import Embedder
 from agentrecall.errors import InvalidArgumentError
@@ -24,6 +25,14 @@ OPTION_NEEDS = {
     "ttl": (Capability.EXPIRY, "expiry"),
     "reason": (Capability.HISTORY, "history to keep a reason in"),
     "embedder": (Capability.SEMANTIC, "vectors for search by meaning"),
+    "as_of": (Capability.SUPERSEDE, f"record of its past ({SUPERSEDING_STORES} keep one)"),
+    "valid_at": (Capability.SUPERSEDE, f"world time of facts ({SUPERSEDING_STORES} keep it)"),
+    "include_superseded": (
+        Capability.SUPERSEDE,
+        f"retired memories ({SUPERSEDING_STORES} keep them)",
+    ),
+    "valid_from": (Capability.SUPERSEDE, f"world time of facts ({SUPERSEDING_STORES} keep it)"),
+    "valid_until": (Capability.SUPERSEDE, f"world time of facts ({SUPERSEDING_STORES} keep it)"),
 }
 """What each option needs of the store (by attribute name), and how to say it is missing."""
 
@@ -32,6 +41,7 @@ COMMAND_NEEDS = {
     Capability.HISTORY: "keeps no history",
     Capability.CLEAR: "cannot be cleared",
     Capability.SEMANTIC: "keeps no vectors for search by meaning",
+    Capability.SUPERSEDE: f"cannot retire a memory in favour of another ({SUPERSEDING_STORES} can)",
 }
 """How to say that the store lacks what a command needs (its ``needs`` default)."""
 

@@ -1,7 +1,9 @@
 """``agentrecall stats``: what a store (or scope) holds, at a glance.
 
 It reads every memory once, a page at a time through ``list`` (a progress bar on a terminal),
-so it works on any store and holds one page in memory, never the store. A PostgreSQL store
+so it works on any store and holds one page in memory, never the store. A store that keeps
+retired memories (``supersede``) is read with them, to count them; every other figure is of
+the current memories. A PostgreSQL store
 has no file: its database is shown instead, and no size (its tables are shared by every store
 of its schema, so their size is not this store's).
 """
@@ -35,8 +37,8 @@ def register(commands: Any, parents: Parents) -> None:
         commands,
         "stats",
         parents.store,
-        help="show how many memories there are, the file's size (a PostgreSQL store: its "
-        "database), the oldest and newest, "
+        help="show how many memories there are (and how many were retired by newer ones), the "
+        "file's size (a PostgreSQL store: its database), the oldest and newest, "
         "the scopes, the most used metadata keys and how many have a vector",
         example="agentrecall stats\nagentrecall --json stats --user-id alice",
     )
@@ -45,9 +47,14 @@ def register(commands: Any, parents: Parents) -> None:
 
 @dataclass
 class Tally:
-    """What :func:`tally` counts over the memories."""
+    """What :func:`tally` counts over the memories.
+
+    ``count`` and every figure but ``retired`` are of the current memories; ``retired`` is
+    ``None`` for a store that keeps no retired memories.
+    """
 
     count: int = 0
+    retired: int | None = None
     oldest: str | None = None
     newest: str | None = None
     unscoped: int = 0
@@ -56,6 +63,9 @@ class Tally:
 
     def add(self, record: MemoryRecord) -> None:
         """Count ``record``."""
+        if record.invalidated_at is not None:
+            self.retired = (self.retired or 0) + 1
+            return
         self.count += 1
         created = record.created_at
         self.oldest = created if self.oldest is None else min(self.oldest, created)
@@ -72,16 +82,21 @@ class Tally:
 def tally(memory: SyncStore) -> Tally:
     """Count what ``memory`` holds, a page at a time, showing progress on a terminal."""
     counted = Tally()
-    total = memory.count()
+    retiring = Capability.SUPERSEDE in getattr(memory.store, "capabilities", ())
+    if retiring:
+        counted.retired = 0
+    total = memory.count(include_superseded=retiring)
+    read = 0
     with terminal_bar() as bar:
-        while counted.count < total:
-            page = memory.list(offset=counted.count, limit=PAGE)
+        while read < total:
+            page = memory.list(offset=read, limit=PAGE, include_superseded=retiring)
             if not page:
                 break  # memories deleted meanwhile
             for record in page:
                 counted.add(record)
+            read += len(page)
             if bar is not None:
-                bar(counted.count, total)
+                bar(read, total)
     return counted
 
 
@@ -100,6 +115,7 @@ def _stats(memory: SyncStore, args: argparse.Namespace) -> int:
         "database": None if address is None else str(address),
         "schema": getattr(store, "schema", None),
         "count": counted.count,
+        "retired": counted.retired,
         "oldest": counted.oldest,
         "newest": counted.newest,
         "has_scopes": Capability.SCOPE in getattr(store, "capabilities", ()),
@@ -131,6 +147,12 @@ def _fields(data: dict[str, Any], counted: Tally) -> list[tuple[str, str]]:
         fields.append(("size", "-" if size is None else tables.size(size)))
     fields += [
         ("memories", str(counted.count)),
+        (
+            "retired",
+            "- (this kind of store keeps no retired memories)"
+            if counted.retired is None
+            else str(counted.retired),
+        ),
         ("oldest", counted.oldest or "-"),
         ("newest", counted.newest or "-"),
     ]

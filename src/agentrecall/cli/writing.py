@@ -1,6 +1,7 @@
-"""The commands that change a store: ``add``, ``update``, ``delete`` and ``clear``.
+"""The commands that change a store: ``add``, ``update``, ``supersede``, ``delete``, ``clear``.
 
-Content comes as an argument, from standard input (``-``) or from ``--file``. ``delete`` takes
+Content comes as an argument, from standard input (``-``) or from ``--file``. ``supersede``
+adds a memory that replaces others, which stay in the store, retired. ``delete`` takes
 several ids and deletes those it finds; ``clear`` asks first, on a terminal, unless ``--yes``.
 """
 
@@ -12,7 +13,7 @@ from typing import Any
 
 from agentrecall._internal.text import plural
 from agentrecall.cli import embedding, opening, report, values
-from agentrecall.cli.fields import record_json
+from agentrecall.cli.fields import SUPERSEDING_STORES, record_json
 from agentrecall.cli.options import Parents, command, emit, scope_of, wants_json
 from agentrecall.cli.reading import not_found
 from agentrecall.stores.base import Capability
@@ -47,6 +48,7 @@ def register(commands: Any, parents: Parents) -> None:
         help="forget it after this long: seconds, or 90m, 12h, 30d, 2w (SQLite and "
         "PostgreSQL stores)",
     )
+    _world_options(add, until=True)
     embedding.add_option(add, each="the memory's", later="the memory gets one")
     add.set_defaults(command=_add, verb="add", creates=True)
 
@@ -69,6 +71,40 @@ def register(commands: Any, parents: Parents) -> None:
     _reason_option(update, "update")
     embedding.add_option(update, each="the memory's", later="the memory gets one")
     update.set_defaults(command=_update, verb="update", needs=Capability.UPDATE)
+
+    supersede = command(
+        commands,
+        "supersede",
+        parents.store,
+        help="replace memories by a new one that corrects them; they stay in the store, retired",
+        epilog="The old memories are left out of search, list and count from now on, and\n"
+        "found again with --include-superseded, or with --as-of a moment before this one;\n"
+        "'history ID' shows the chain. Running it again changes nothing. SQLite and\n"
+        "PostgreSQL stores.",
+        example='agentrecall supersede ID "The user lives in Berlin" --valid-from 2025-03-01\n'
+        'agentrecall supersede ID1 --also ID2 "The user drinks tea, not coffee" --reason '
+        '"said so"',
+    )
+    supersede.add_argument("id", type=values.memory_id, help="the id of the memory it replaces")
+    supersede.add_argument(
+        "text",
+        nargs="?",
+        type=values.text_argument("new memory's text"),
+        help=f"the new memory: {CONTENT_HELP}",
+    )
+    supersede.add_argument(
+        "--also",
+        type=values.memory_id,
+        action="append",
+        default=[],
+        metavar="ID",
+        help="another memory it replaces (repeatable)",
+    )
+    _content_options(supersede)
+    _reason_option(supersede, "retired memories")
+    _world_options(supersede, until=False)
+    embedding.add_option(supersede, each="the new memory's", later="the memory gets one")
+    supersede.set_defaults(command=_supersede, verb="supersede", needs=Capability.SUPERSEDE)
 
     delete = command(
         commands,
@@ -113,6 +149,29 @@ def _content_options(parser: argparse.ArgumentParser, *, replaces: bool = False)
     )
 
 
+def _world_options(parser: argparse.ArgumentParser, *, until: bool) -> None:
+    """Add ``--valid-from`` and, with ``until``, ``--valid-until``: the fact's world time."""
+    parser.add_argument(
+        "--valid-from",
+        type=values.moment,
+        metavar="WHEN",
+        help="when the fact became true in the world: an ISO 8601 date or time ("
+        + (
+            SUPERSEDING_STORES
+            if until
+            else f"the ones it replaces stopped being true then; {SUPERSEDING_STORES}"
+        )
+        + ")",
+    )
+    if until:
+        parser.add_argument(
+            "--valid-until",
+            type=values.moment,
+            metavar="WHEN",
+            help=f"when it stopped being true, after --valid-from ({SUPERSEDING_STORES})",
+        )
+
+
 def _reason_option(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument(
         "--reason",
@@ -127,8 +186,38 @@ def _add(memory: SyncStore, args: argparse.Namespace) -> int:
         usage(args).error(
             "add needs the content: an argument, - for standard input, or --file PATH"
         )
-    result = memory.add(content, values.pairs(args.meta, args.metadata), ttl=args.ttl)
+    result = memory.add(
+        content,
+        values.pairs(args.meta, args.metadata),
+        ttl=args.ttl,
+        valid_from=args.valid_from,
+        valid_until=args.valid_until,
+    )
     emit(args, {"id": result.id}, result.id)
+    return report.OK
+
+
+def _supersede(memory: SyncStore, args: argparse.Namespace) -> int:
+    content = values.content(args.text, args.file, "new content")
+    if content is None:
+        usage(args).error(
+            "supersede needs the new memory's content: an argument, - for standard input, "
+            "or --file PATH"
+        )
+    old_ids = list(dict.fromkeys([args.id, *args.also]))
+    # Named as update and delete name them; the store would refuse them too, in its words.
+    missing = [i for i in old_ids if memory.get(i, include_superseded=True) is None]
+    if missing:
+        return not_found(missing, args)
+    result = memory.supersede(
+        old_ids,
+        content,
+        metadata=values.pairs(args.meta, args.metadata),
+        valid_from=args.valid_from,
+        reason=args.reason,
+    )
+    data = {"id": result.id, "created": result.created, "superseded": old_ids}
+    emit(args, data, result.id)
     return report.OK
 
 

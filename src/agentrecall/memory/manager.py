@@ -25,7 +25,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine, Sequence
-from typing import Any
+from datetime import datetime
+from typing import Any, cast
 
 from agentrecall._internal.options import coerce_config
 from agentrecall.errors import AggregateMemoryError, InvalidArgumentError
@@ -33,20 +34,23 @@ from agentrecall.extraction.config import ResolvedExtraction, implements
 from agentrecall.extraction.coordinator import ExtractionCoordinator
 from agentrecall.extraction.model_extractor import ModelExtractor
 from agentrecall.memory.injection import InjectionConfig, inject_memories, resolve_injection
-from agentrecall.memory.storeset import StoreSet
+from agentrecall.memory.storeset import StoreSet, Superseding
 from agentrecall.memory.tools import (
     AddToolConfig,
     MemoryTool,
     ToolConfig,
     add_memory_tool,
     forget_memory_tool,
+    remembers,
     search_memory_tool,
+    update_memory_tool,
 )
 from agentrecall.memory.writes import forget_in_store, leaves
 from agentrecall.messages import Message
 from agentrecall.models.base import ChatModel
 from agentrecall.stores.base import MemoryStore
 from agentrecall.stores.batches import add_batch_results, settle
+from agentrecall.stores.times import timestamp
 from agentrecall.types import AddResult, JsonObject, MemoryEntry
 
 __all__ = ["DEFAULT_MAX_SEARCH_RESULTS", "MemoryManager"]
@@ -58,7 +62,7 @@ DEFAULT_MAX_SEARCH_RESULTS = 3
 
 
 class MemoryManager:
-    """Long-term memory for an agent: search, add, forget, tools, injection and extraction.
+    """Long-term memory for an agent: search, add, forget, correct, tools, injection, extraction.
 
     Guarantees:
 
@@ -76,7 +80,9 @@ class MemoryManager:
     * Configuration mistakes raise :class:`~agentrecall.errors.InvalidArgumentError` (a
       ``ValueError``) at construction, with messages prefixed ``MemoryManager:``.
 
-    Beyond the reference: the ``forget_memory`` tool and :meth:`forget`; :meth:`add_many`,
+    Beyond the reference: the ``forget_memory`` tool and :meth:`forget`; the
+    ``update_memory`` tool and :meth:`supersede`, which correct a memory and keep the old
+    version; searches ``as_of`` a past moment; :meth:`add_many`,
     which writes a batch with one ``add_many`` call per store when the store has one (the
     ``add_memory`` tool uses it, so ten entries cost a JSON file store one write); tool
     objects convertible to OpenAI, Anthropic and MCP definitions; :meth:`flush` also waits
@@ -91,6 +97,7 @@ class MemoryManager:
         search_tool: bool | ToolConfig = True,
         add_tool: bool | AddToolConfig = False,
         forget_tool: bool | ToolConfig = False,
+        update_tool: bool | ToolConfig = False,
         injection: bool | InjectionConfig = True,
         model: ChatModel | None = None,
         report_failed_searches: bool = False,
@@ -106,6 +113,9 @@ class MemoryManager:
             forget_tool: offer ``forget_memory``, which deletes by id from writable stores that
                 declare :attr:`~agentrecall.stores.base.Capability.DELETE`; search results
                 then carry each memory's ``id``.
+            update_tool: offer ``update_memory``, which corrects a memory by id in writable
+                stores that declare :attr:`~agentrecall.stores.base.Capability.SUPERSEDE`
+                (see :meth:`supersede`); search results then carry each memory's ``id``.
             injection: fold memories into the model's input in :meth:`inject`: ``True`` (the
                 defaults), ``False``, or an
                 :class:`~agentrecall.memory.injection.InjectionConfig` (or a mapping of its
@@ -126,7 +136,7 @@ class MemoryManager:
         self._report_failed_searches = bool(report_failed_searches)
         _check_extraction_models(self._stores.extraction, model)
         self._injection = resolve_injection(injection)
-        self._tools = self._build_tools(search_tool, add_tool, forget_tool)
+        self._tools = self._build_tools(search_tool, add_tool, forget_tool, update_tool)
         self._coordinator = (
             ExtractionCoordinator(self._stores.extraction, default_model=model)
             if self._stores.extraction
@@ -136,10 +146,13 @@ class MemoryManager:
         self._initialized = False
         self._initializing = asyncio.Lock()
 
-    def _build_tools(self, search: object, add: object, forget: object) -> list[MemoryTool]:
+    def _build_tools(
+        self, search: object, add: object, forget: object, update: object
+    ) -> list[MemoryTool]:
         search_config = coerce_config(search, ToolConfig, "MemoryManager: search_tool")
         add_config = coerce_config(add, AddToolConfig, "MemoryManager: add_tool")
         forget_config = coerce_config(forget, ToolConfig, "MemoryManager: forget_tool")
+        update_config = coerce_config(update, ToolConfig, "MemoryManager: update_tool")
         tools: list[MemoryTool] = []
         if search_config is not None:
             tools.append(
@@ -147,7 +160,8 @@ class MemoryManager:
                     search_config,
                     self._stores.all,
                     self._search_names,
-                    with_ids=forget_config is not None,
+                    # Ids are what the model forgets and corrects by.
+                    with_ids=forget_config is not None or update_config is not None,
                 )
             )
         if add_config is not None:
@@ -165,6 +179,14 @@ class MemoryManager:
                     "deletion (Capability.DELETE); leave forget_tool off"
                 )
             tools.append(forget_memory_tool(forget_config, self._stores.forgetters, self._forget))
+        if update_config is not None:
+            if not self._stores.updaters:
+                raise InvalidArgumentError(
+                    "MemoryManager: update_tool is enabled but no writable store can supersede "
+                    "memories (Capability.SUPERSEDE, which SQLiteStore and PostgresStore have); "
+                    "leave update_tool off"
+                )
+            tools.append(update_memory_tool(update_config, self._stores.updaters, self._update))
         return tools
 
     @property
@@ -174,7 +196,7 @@ class MemoryManager:
 
     @property
     def tools(self) -> list[MemoryTool]:
-        """The memory tools to offer the model: search, add, forget, as enabled (a new list)."""
+        """The memory tools to offer the model, as enabled: search, add, forget, update (a copy)."""
         return list(self._tools)
 
     @property
@@ -204,6 +226,7 @@ class MemoryManager:
         *,
         stores: Sequence[str] | None = None,
         max_search_results: int | None = None,
+        as_of: datetime | str | None = None,
     ) -> list[MemoryEntry]:
         """Search the stores and return their hits, store by store.
 
@@ -213,23 +236,39 @@ class MemoryManager:
                 ignored); ``None`` searches all, ``[]`` none.
             max_search_results: hits per store (not in total). ``None`` uses each store's
                 ``max_search_results``, else 3. Passed to the stores unchecked.
+            as_of: answer from what the stores held at this moment (an aware datetime, an
+                ISO 8601 date or a time with an offset); every store searched must declare
+                :attr:`~agentrecall.stores.base.Capability.SUPERSEDE`.
 
         Raises:
-            InvalidArgumentError: a named store does not exist; nothing was searched.
+            InvalidArgumentError: a named store does not exist, ``as_of`` is no time, or it
+                is given for a store that keeps no past; nothing was searched.
             AggregateMemoryError: with ``report_failed_searches``, some stores failed: the
                 message names each with its error, and ``errors`` holds the exceptions.
         """
         return await self._searched(
-            query, stores, max_search_results, report=self._report_failed_searches
+            query,
+            stores,
+            max_search_results,
+            report=self._report_failed_searches,
+            as_of=timestamp(as_of, "as_of"),
         )
 
     async def _searched(
-        self, query: str, stores: Sequence[str] | None, limit: int | None, *, report: bool
+        self,
+        query: str,
+        stores: Sequence[str] | None,
+        limit: int | None,
+        *,
+        report: bool,
+        as_of: str | None = None,
     ) -> list[MemoryEntry]:
         """:meth:`search`, raising for failed stores with ``report``, else skipping them."""
         targets = self._stores.targets(stores, "search")
+        if as_of is not None:
+            _check_remembering(targets)
         await self.initialize()
-        outcomes = await settle([_search_one(s, query, limit) for s in targets])
+        outcomes = await settle([_search_one(s, query, limit, as_of) for s in targets])
         if report:
             _raise_failures("store searches failed", targets, outcomes, causes=True)
         hits: list[MemoryEntry] = []
@@ -243,9 +282,11 @@ class MemoryManager:
         return hits
 
     async def _search_names(
-        self, query: str, stores: list[str], max_search_results: int | None
+        self, query: str, stores: list[str], max_search_results: int | None, as_of: str | None
     ) -> list[MemoryEntry]:
-        return await self.search(query, stores=stores, max_search_results=max_search_results)
+        return await self.search(
+            query, stores=stores, max_search_results=max_search_results, as_of=as_of
+        )
 
     async def add(
         self,
@@ -368,6 +409,72 @@ class MemoryManager:
     async def _forget(self, ids: list[str], stores: list[str]) -> int:
         return await self.forget(ids, stores=stores)
 
+    async def supersede(
+        self,
+        memory_id: str,
+        content: str,
+        *,
+        reason: str | None = None,
+        stores: Sequence[str] | None = None,
+    ) -> list[tuple[str, AddResult]]:
+        """Correct a memory: each target store holding ``memory_id`` supersedes it by ``content``.
+
+        Targets are the writable stores declaring
+        :attr:`~agentrecall.stores.base.Capability.SUPERSEDE` (all, or those named). A store
+        that holds the id, current or retired, adds ``content`` as a memory of its own, with
+        the old memory's metadata, and retires the old one in the same transaction, keeping
+        it in the history with ``reason`` (see the store's ``supersede``); searches then find
+        the correction, and ``as_of`` searches still find what was held before. Repeating a
+        correction changes nothing.
+
+        Returns:
+            Each store that held the id, in order, with the result of the new memory.
+
+        Raises:
+            InvalidArgumentError: ``memory_id`` or ``content`` is not a string, a named store
+                does not exist or cannot supersede, or no target store holds ``memory_id``;
+                or the one store holding it refused the correction (a memory already retired
+                by another one, content equal to the old memory's), with its message.
+            AggregateMemoryError: some stores failed; the message names each with its error,
+                and the others' corrections stand.
+        """
+        for value, name in ((memory_id, "memory_id"), (content, "content")):
+            if not isinstance(value, str):
+                raise InvalidArgumentError(
+                    f"MemoryManager: {name} must be a string, got {type(value).__name__}"
+                )
+        targets = self._stores.targets(stores, "update")
+        correctors = cast("list[Superseding]", targets)  # StoreSet.updaters declare SUPERSEDE
+        await self.initialize()
+        found = await settle([s.get(memory_id, include_superseded=True) for s in correctors])
+        _raise_failures("lookups failed", targets, found, causes=True)
+        holders = [
+            (store, record)
+            for store, record in zip(correctors, found, strict=True)
+            if record is not None
+        ]
+        if not holders:
+            raise InvalidArgumentError(
+                f"MemoryManager: no memory with id '{memory_id}' in "
+                + ", ".join(store.name for store in targets)
+            )
+        outcomes = await settle(
+            [
+                store.supersede([memory_id], content, metadata=record.metadata, reason=reason)
+                for store, record in holders
+            ]
+        )
+        if len(holders) == 1 and isinstance(outcomes[0], Exception):
+            raise outcomes[0]  # the store's own words say what to fix
+        held = [store for store, _ in holders]
+        _raise_failures("corrections failed", held, outcomes, causes=True)
+        return [(store.name, result) for store, result in zip(held, outcomes, strict=True)]
+
+    async def _update(
+        self, memory_id: str, content: str, reason: str | None, stores: list[str]
+    ) -> list[tuple[str, AddResult]]:
+        return await self.supersede(memory_id, content, reason=reason, stores=stores)
+
     async def inject(self, messages: Sequence[Message]) -> list[Message]:
         """Return the messages for the next model call, with recalled memories folded in.
 
@@ -424,13 +531,19 @@ class MemoryManager:
             logger.warning("memory write in the background failed: %s", task.exception())
 
 
-async def _search_one(store: MemoryStore, query: str, requested: int | None) -> list[MemoryEntry]:
+async def _search_one(
+    store: MemoryStore, query: str, requested: int | None, as_of: str | None
+) -> list[MemoryEntry]:
     limit = requested
     if limit is None:
         limit = getattr(store, "max_search_results", None)
     if limit is None:
         limit = DEFAULT_MAX_SEARCH_RESULTS
-    hits = await store.search(query, {"max_search_results": limit})
+    options = {"max_search_results": limit}
+    if as_of is None:  # the protocol's plain call, which every store takes
+        hits = await store.search(query, options)
+    else:
+        hits = await store.search(query, options, as_of=as_of)  # type: ignore[call-arg]
     return [
         MemoryEntry(
             content=hit.content,
@@ -442,8 +555,28 @@ async def _search_one(store: MemoryStore, query: str, requested: int | None) -> 
     ]
 
 
+def _check_remembering(targets: Sequence[MemoryStore]) -> None:
+    """Refuse an ``as_of`` search of stores that keep no past.
+
+    Raises:
+        InvalidArgumentError: naming those stores.
+    """
+    forgetful = [store.name for store in targets if not remembers(store)]
+    if forgetful:
+        raise InvalidArgumentError(
+            f"MemoryManager: as_of: the store{'s' if len(forgetful) > 1 else ''} "
+            f"{', '.join(forgetful)} cannot recall a past moment (only stores with "
+            "Capability.SUPERSEDE can: SQLiteStore and PostgresStore); search them without "
+            "as_of"
+        )
+
+
 def _raise_failures(
-    what: str, targets: Sequence[MemoryStore], outcomes: Sequence[Any], *, causes: bool = False
+    what: str,
+    targets: Sequence[MemoryStore | Superseding],
+    outcomes: Sequence[Any],
+    *,
+    causes: bool = False,
 ) -> None:
     """Raise ``AggregateMemoryError`` naming the stores whose outcome is an exception.
 

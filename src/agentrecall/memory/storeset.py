@@ -2,14 +2,36 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Iterable, Sequence
+from typing import Literal, Protocol
 
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.extraction.config import ResolvedExtraction, implements, resolve_extraction
 from agentrecall.stores.base import Capability, MemoryStore
+from agentrecall.types import AddResult, JsonObject, MemoryRecord
 
-Action = Literal["search", "add", "forget"]
+Action = Literal["search", "add", "forget", "update"]
+
+
+class Superseding(Protocol):
+    """What a manager calls on a store declaring ``Capability.SUPERSEDE`` to correct a memory."""
+
+    name: str
+
+    async def get(self, memory_id: str, *, include_superseded: bool = False) -> MemoryRecord | None:
+        """Return the memory with ``memory_id`` (retired ones too, if asked), or ``None``."""
+        ...
+
+    async def supersede(
+        self,
+        old_ids: Iterable[str],
+        content: str,
+        *,
+        metadata: JsonObject | None = None,
+        reason: str | None = None,
+    ) -> AddResult:
+        """Add ``content`` and retire ``old_ids`` in its favour, in one transaction."""
+        ...
 
 
 def is_writable(store: object) -> bool:
@@ -28,6 +50,8 @@ class StoreSet:
         by_name: the stores by name.
         writers: writable stores with ``add``, in order (targets of ``add``).
         forgetters: writable stores declaring ``Capability.DELETE``, in order.
+        updaters: writable stores declaring ``Capability.SUPERSEDE``, in order (targets of
+            a correction, which supersedes a memory).
         extraction: ``(store, resolved)`` for each store whose extraction is on, in order.
     """
 
@@ -56,11 +80,8 @@ class StoreSet:
             if resolved is not None:
                 self.extraction.append((store, resolved))
         self.writers = [s for s in self.all if is_writable(s) and implements(s, "add")]
-        self.forgetters = [
-            s
-            for s in self.all
-            if is_writable(s) and Capability.DELETE in getattr(s, "capabilities", ())
-        ]
+        self.forgetters = _declaring(self.all, Capability.DELETE)
+        self.updaters = _declaring(self.all, Capability.SUPERSEDE)
 
     def targets(self, names: Sequence[str] | None, action: Action) -> list[MemoryStore]:
         """Return the stores ``names`` pick for ``action``, in the given order, without repeats.
@@ -70,9 +91,14 @@ class StoreSet:
 
         Raises:
             InvalidArgumentError: ``names`` is a string, a name is unknown, or its store cannot
-                do ``action`` (read-only for ``add`` and ``forget``).
+                do ``action`` (read-only for ``add``, ``forget`` and ``update``).
         """
-        allowed = {"search": self.all, "add": self.writers, "forget": self.forgetters}[action]
+        allowed = {
+            "search": self.all,
+            "add": self.writers,
+            "forget": self.forgetters,
+            "update": self.updaters,
+        }[action]
         if names is None:
             return list(allowed)
         if isinstance(names, str):
@@ -90,11 +116,7 @@ class StoreSet:
             if store not in allowed:
                 raise InvalidArgumentError(
                     f"MemoryManager: store '{name}' is read-only for {action} "
-                    + (
-                        "(not writable, or without an add method)"
-                        if action == "add"
-                        else "(not writable, or without Capability.DELETE)"
-                    )
+                    + _WHY_READ_ONLY[action]
                 )
             chosen.append(store)
         return chosen
@@ -130,6 +152,21 @@ class StoreSet:
                 continue
             raise InvalidArgumentError(f"MemoryManager: add_tool store '{name}' {problem}")
         return [store for store in self.all if store.name in names]
+
+
+_WHY_READ_ONLY = {
+    "search": "",
+    "add": "(not writable, or without an add method)",
+    "forget": "(not writable, or without Capability.DELETE)",
+    "update": "(not writable, or without Capability.SUPERSEDE, which SQLiteStore and "
+    "PostgresStore have)",
+}
+"""How a refusal says why a store cannot do an action."""
+
+
+def _declaring(stores: list[MemoryStore], capability: Capability) -> list[MemoryStore]:
+    """The writable stores of ``stores`` that declare ``capability``, in order."""
+    return [s for s in stores if is_writable(s) and capability in getattr(s, "capabilities", ())]
 
 
 def _check_store(store: object, index: int, seen: dict[str, MemoryStore]) -> str:

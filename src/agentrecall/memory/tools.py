@@ -10,12 +10,14 @@ arguments against the schema, runs the tool and returns the text the model shoul
 * a ``ValueError`` (a bad request, e.g. an unknown store): ``Error: <message>``;
 * any other exception (a failing backend): ``Error: <ExceptionClass> - <message>``.
 
-The builders below make the manager's three tools. ``search_memory`` and ``add_memory`` have the
+The builders below make the manager's four tools. ``search_memory`` and ``add_memory`` have the
 names, input schemas, payloads and results of the Strands Agents memory tools, so a model (or a
 prompt) written for those works unchanged; the descriptions are agentrecall's own. One
 deliberate difference: an optional property has no ``"default": null`` (a default its own
 ``type`` refuses, which strict schema validators reject); leaving it out means the same.
-``forget_memory`` goes beyond the reference.
+``forget_memory`` and ``update_memory`` go beyond the reference, and so does ``search_memory``'s
+``as_of``, offered only when a store it searches keeps its past
+(:attr:`~agentrecall.stores.base.Capability.SUPERSEDE`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from agentrecall._internal.arguments import validate_arguments
 from agentrecall._internal.text import escape_surrogates
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.stores.base import Capability, MemoryStore
+from agentrecall.stores.times import timestamp
 from agentrecall.types import AddResult, JsonObject, MemoryEntry
 
 __all__ = [
@@ -43,6 +46,7 @@ __all__ = [
     "add_memory_tool",
     "forget_memory_tool",
     "search_memory_tool",
+    "update_memory_tool",
 ]
 
 logger = logging.getLogger(__name__)
@@ -50,8 +54,10 @@ logger = logging.getLogger(__name__)
 SEARCH_MEMORY = "search_memory"
 ADD_MEMORY = "add_memory"
 FORGET_MEMORY = "forget_memory"
+UPDATE_MEMORY = "update_memory"
 
-SearchFunction = Callable[[str, list[str], int | None], Awaitable[list[MemoryEntry]]]
+SearchFunction = Callable[[str, list[str], int | None, str | None], Awaitable[list[MemoryEntry]]]
+UpdateFunction = Callable[[str, str, str | None, list[str]], Awaitable[list[tuple[str, AddResult]]]]
 AddFunction = Callable[
     [list[str], JsonObject | None, list[str], float | None],
     Awaitable[list[tuple[str, list[AddResult | None]]]],
@@ -75,11 +81,22 @@ _FORGET_TEXT = (
     "something, or when a remembered fact has turned out to be wrong or out of date. The ids are "
     "the `id` fields of memory search results."
 )
+_UPDATE_TEXT = (
+    "Correct a memory that is no longer true: give its id (the `id` field of a memory search "
+    "result) and the fact as it stands now. The new text replaces it in what you recall; the "
+    "old one is kept in the memory's history, so earlier states can still be looked up. Call it "
+    "when the user corrects something you remembered or tells you it has changed."
+)
+_AS_OF_TEXT = (
+    "Recall what memory held at this moment instead of now: an ISO 8601 date such as "
+    "2025-03-01 (midnight UTC) or a time with an offset such as 2025-03-01T09:30:00Z. Facts "
+    "corrected or deleted since are found as they were then."
+)
 
 
 @dataclass(frozen=True, slots=True)
 class ToolConfig:
-    """Options of a manager's ``search_memory`` or ``forget_memory`` tool.
+    """Options of a manager's ``search_memory``, ``forget_memory`` or ``update_memory`` tool.
 
     Attributes:
         name: the tool's name instead of the default one.
@@ -274,21 +291,38 @@ def search_memory_tool(
 
     The model gives ``query`` and optionally ``max_search_results`` (per store) and ``stores``.
     The result is a list of ``{"content", "store_name", "metadata"}`` objects (a key is left out
-    when its value is empty), plus ``"id"`` when ``with_ids`` is set so the model can forget.
+    when its value is empty), plus ``"id"`` when ``with_ids`` is set so the model can forget or
+    correct.
+
+    When a store of ``scope`` keeps its past (``Capability.SUPERSEDE``), the schema also has
+    ``as_of``: the search then answers from what memory held at that moment, in the stores
+    that can; naming only other stores in ``stores`` with it is an error, and a time that is
+    not one is an error naming ``as_of``.
 
     Args:
         config: name and description overrides.
         scope: the stores the tool searches, in order.
-        search: ``search(query, store_names, max_search_results)`` returning stamped hits.
+        search: ``search(query, store_names, max_search_results, as_of)`` returning stamped
+            hits.
         with_ids: whether each result carries the memory's ``id``.
     """
     name = _tool_name(config.name, SEARCH_MEMORY)
     names = [store.name for store in scope]
+    remembering = [store.name for store in scope if remembers(store)]
 
-    async def run(query: str, max_search_results: int | None, stores: list[str] | None) -> Any:
+    async def run(
+        query: str,
+        max_search_results: int | None,
+        stores: list[str] | None,
+        as_of: str | None = None,
+    ) -> Any:
+        moment = timestamp(as_of, "as_of")  # a bad time is the model's to fix, not a failed store
         targets = _pick_stores(stores, names, name)
+        if moment is not None:
+            targets = _remembering_targets(targets, remembering, bool(stores))
         return [
-            _payload(entry, with_ids) for entry in await search(query, targets, max_search_results)
+            _payload(entry, with_ids)
+            for entry in await search(query, targets, max_search_results, moment)
         ]
 
     description = _describe(
@@ -310,7 +344,35 @@ def search_memory_tool(
         },
         "required": ["query"],
     }
+    if remembering:
+        schema["properties"]["as_of"] = {"type": "string", "description": _AS_OF_TEXT}
     return MemoryTool(name, description, schema, run)
+
+
+def remembers(store: MemoryStore) -> bool:
+    """Whether ``store`` keeps its past: retired memories, and reads ``as_of`` a moment."""
+    return Capability.SUPERSEDE in _capabilities(store)
+
+
+def _remembering_targets(targets: list[str], remembering: list[str], named: bool) -> list[str]:
+    """Return the targets an ``as_of`` search reads: those that keep their past.
+
+    Stores the model left to the default are narrowed in silence, since the others cannot
+    answer for a past moment; stores it named that cannot are an error.
+
+    Raises:
+        InvalidArgumentError: the model named stores that keep no past.
+    """
+    kept = [target for target in targets if target in remembering]
+    others = [target for target in targets if target not in remembering]
+    if others and named:
+        raise InvalidArgumentError(
+            f"as_of: the store{'s' if len(others) > 1 else ''} {', '.join(others)} "
+            "cannot recall a past moment (only SQLiteStore and PostgresStore can); leave "
+            "as_of out, or name stores that can in stores"
+            + (f": {', '.join(remembering)}" if remembering else "")
+        )
+    return kept
 
 
 def _payload(entry: MemoryEntry, with_id: bool) -> JsonObject:
@@ -479,5 +541,67 @@ def forget_memory_tool(
             "stores": _string_array("Names of the stores to delete from; leave out for all."),
         },
         "required": ["ids"],
+    }
+    return MemoryTool(name, description, schema, run)
+
+
+def update_memory_tool(
+    config: ToolConfig,
+    scope: Sequence[MemoryStore],
+    update: UpdateFunction,
+) -> MemoryTool:
+    """Build the ``update_memory`` tool (not in the reference).
+
+    The model gives ``memory_id`` (from search results), ``content`` (the corrected fact) and
+    optionally ``reason`` and ``stores``. The store holding the memory supersedes it: the
+    corrected fact becomes a memory of its own and the old one is retired, kept in the
+    history. The result is ``{"updated": [{"id", "replaces", "store_name"}, ...]}``, one item
+    per store that held the id (``id`` the memory now holding the fact); an id no store holds
+    is an error.
+
+    Args:
+        config: name and description overrides.
+        scope: the stores the tool may correct memories in, in order.
+        update: ``update(memory_id, content, reason, store_names)`` returning each store's
+            name with the :class:`~agentrecall.types.AddResult` of the new memory.
+    """
+    name = _tool_name(config.name, UPDATE_MEMORY)
+    names = [store.name for store in scope]
+
+    async def run(
+        memory_id: str, content: str, reason: str | None, stores: list[str] | None
+    ) -> Any:
+        done = await update(memory_id, content, reason, _pick_stores(stores, names, name))
+        return {
+            "updated": [
+                {"id": result.id, "replaces": memory_id, "store_name": store_name}
+                for store_name, result in done
+            ]
+        }
+
+    description = _describe(
+        config.description or _UPDATE_TEXT,
+        "Stores you can correct memories in:",
+        scope,
+        "Name stores in `stores` to look only in them, or leave `stores` out to look in all.",
+    )
+    schema: JsonObject = {
+        "type": "object",
+        "properties": {
+            "memory_id": {
+                "type": "string",
+                "description": "The id of the memory to correct, as search results give it.",
+            },
+            "content": {
+                "type": "string",
+                "description": "The fact as it is true now, one self-contained statement.",
+            },
+            "reason": {
+                "type": "string",
+                "description": "Why it changed, in a few words; kept in the memory's history.",
+            },
+            "stores": _string_array("Names of the stores to look in; leave out for all."),
+        },
+        "required": ["memory_id", "content"],
     }
     return MemoryTool(name, description, schema, run)
