@@ -22,6 +22,7 @@ from agentrecall import PostgresStore
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.stores.postgres.rows import new_row
 from agentrecall.stores.postgres.schema import MIGRATIONS
+from agentrecall.types import MemoryRecord, MemoryVersion
 
 PREVIOUS = 8
 """The schema version of the release before supersession."""
@@ -222,5 +223,58 @@ async def test_a_client_killed_during_supersede_leaves_the_old_state(postgres_ds
         new = await store.supersede([old.id], "The user lives in Berlin")
         assert new.created is True
         assert (await store.get(old.id, include_superseded=True)).superseded_by == new.id
+    finally:
+        await store.aclose()
+
+
+class _Collected:
+    """A snapshot sink that keeps what it is handed."""
+
+    def __init__(self) -> None:
+        self.counted: tuple[int, int] | None = None
+        self.memories: list[MemoryRecord] = []
+        self.kept: list[MemoryVersion] = []
+
+    def counts(self, memories: int, versions: int) -> None:
+        self.counted = (memories, versions)
+
+    def records(self, batch: list[MemoryRecord]) -> None:
+        self.memories += batch
+
+    def versions(self, batch: list[MemoryVersion]) -> None:
+        self.kept += batch
+
+
+@pytest.mark.asyncio
+async def test_a_snapshot_hands_on_retired_memories_and_their_versions(postgres_dsn: str) -> None:
+    """An export's snapshot holds the retired memory, retired, and its supersede version."""
+    store = PostgresStore(postgres_dsn)
+    try:
+        old = await store.add("Works at the bakery", valid_from="2024-01-01")
+        new = await store.supersede([old.id], "Works at the library", valid_from="2025-06-01")
+        sink = _Collected()
+        await store.snapshot(sink)
+        assert sink.counted == (2, 1)
+        retired, current = sink.memories
+        assert (retired.id, retired.superseded_by, retired.valid_from, retired.valid_until) == (
+            old.id,
+            new.id,
+            "2024-01-01T00:00:00.000Z",
+            "2025-06-01T00:00:00.000Z",
+        )
+        assert retired.invalidated_at is not None
+        assert (current.id, current.valid_from, current.invalidated_at) == (
+            new.id,
+            "2025-06-01T00:00:00.000Z",
+            None,
+        )
+        [version] = sink.kept
+        assert (version.change, version.superseded_by, version.valid_until) == (
+            "supersede",
+            new.id,
+            None,
+        )
+        assert version.invalidated_at == retired.invalidated_at == version.changed_at
+        assert version.created_at == retired.created_at
     finally:
         await store.aclose()
