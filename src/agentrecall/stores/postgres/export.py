@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 async def snapshot(
     connection: Connection, tables: Tables, scope: Scope, batch: int, sink: SnapshotSink
 ) -> None:
-    """Hand ``sink`` every unexpired memory of ``scope`` and every version it keeps.
+    """Hand ``sink`` every unexpired memory of ``scope``, retired ones too, and every version.
 
     Retired memories are memories too: they are handed on, retired, with the others.
 

@@ -105,9 +105,10 @@ def insert_rows(
     A row is ``(id, content, content_hash, metadata, *OWN_FIELDS, index_text)``, without
     those fields when ``times`` gives them for all of them (see :func:`insert_statement`).
     ``conflict`` is the ``ON CONFLICT`` clause that decides which rows are skipped. Up to
-    :data:`DEFERRED_ROWS` new rows are listed in ``memories_unindexed`` for :func:`index_unindexed` to index later; a larger batch is fed to
-    the full-text index in the same transaction, explicitly rather than by a trigger (three to
-    four times faster). The long ones have their term counts kept (:func:`count_inserted`).
+    :data:`DEFERRED_ROWS` new rows are listed in ``memories_unindexed`` for
+    :func:`index_unindexed` to index later; a larger batch is fed to the full-text index in
+    the same transaction, explicitly rather than by a trigger (three to four times faster).
+    The long ones have their term counts kept (:func:`count_inserted`).
     """
     insert = insert_statement(scope, conflict, times)
     last = last_seq(db)
