@@ -37,8 +37,6 @@ async def snapshot(
 ) -> None:
     """Hand ``sink`` every unexpired memory of ``scope``, retired ones too, and every version.
 
-    Retired memories are memories too: they are handed on, retired, with the others.
-
     An expired memory that no write has moved to the history yet is handed on as the version
     its expiry makes, as :func:`~agentrecall.stores.postgres.reads.history` shows it.
 
