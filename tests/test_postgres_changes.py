@@ -99,6 +99,14 @@ async def test_a_schema_of_the_previous_version_migrates_in_place(postgres_dsn: 
         assert (await store.get("home", as_of="2025-01-15T00:00:00.000Z")).content == (
             "The user lives in Nice"
         )
+        # A version without created_at counts as created before any moment, and lists first.
+        past = await store.list(as_of="2025-02-15T00:00:00.000Z")
+        assert [(r.id, r.content) for r in past] == [
+            ("gone", "The user drives a van"),
+            ("home", "The user lives in Lyon"),
+            ("pet", "The user has a cat"),
+        ]
+        assert await store.count(as_of="2025-03-15T00:00:00.000Z") == 2
 
         berlin = await store.supersede(["home"], "The user lives in Berlin", reason="moved")
         assert berlin.created is True

@@ -125,6 +125,13 @@ class PostgresStore(front.StoreFront):
       :mod:`agentrecall.retrieval.neighbours`.
     * Filters, time bounds, scopes, expiry and history behave as in ``SQLiteStore``: the
       conformance suite of :mod:`agentrecall.testing` runs unchanged on both.
+    * Facts that change (``Capability.SUPERSEDE``): :meth:`supersede` adds a memory and
+      retires older ones in one transaction, locking their rows, so of concurrent supersedes
+      of one memory exactly one retires it; retired memories stay (in search with
+      ``include_superseded``, in ``history``, exports and copies); ``as_of`` reads the store
+      as it was, its cost growing with the versions changed since, not with the store (see
+      :mod:`.moments`); default reads skip retired memories by a test of each row they read
+      anyway.
     * With ``read_dsn``, searches and plain reads (``search``, ``get``, ``list``, ``count``,
       ``history``, ``versions``) go to a read replica, everything else to the primary
       (``dsn``): writes, setup and migrations, ``reindex``, ``snapshot`` and the id checks of
