@@ -22,6 +22,9 @@ from agentrecall import PostgresStore
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.stores.postgres.rows import new_row
 from agentrecall.stores.postgres.schema import MIGRATIONS
+from agentrecall.stores.times import stored_time
+from agentrecall.testing import HashEmbedder
+from agentrecall.testing.clock import ManualClock
 from agentrecall.types import MemoryRecord, MemoryVersion
 
 PREVIOUS = 8
@@ -284,5 +287,49 @@ async def test_a_snapshot_hands_on_retired_memories_and_their_versions(postgres_
         )
         assert version.invalidated_at == retired.invalidated_at == version.changed_at
         assert version.created_at == retired.created_at
+    finally:
+        await store.aclose()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("mode", ["semantic", "hybrid"])
+async def test_retired_hits_by_meaning_are_marked_as_of_their_retirement(
+    postgres_dsn: str, mode: str
+) -> None:
+    """Semantic and hybrid hits of retired memories carry the marks, and only once retired.
+
+    Read as of a moment before the retirement, the memory was current: no marks. A version
+    read from the history (an update since) is embedded at query time and found by meaning.
+    """
+    store = PostgresStore(postgres_dsn, embedder=HashEmbedder(256))
+    try:
+        with ManualClock() as clock:
+            old = await store.add("the office is on the third floor")
+            clock.advance(1)
+            before = stored_time(clock.now())
+            clock.advance(1)
+            new = await store.supersede([old.id], "the office is on the fourth floor")
+            clock.advance(1)
+            other = await store.add("the canteen is on the ground floor")
+            clock.advance(1)
+            between = stored_time(clock.now())
+            clock.advance(1)
+            await store.update(other.id, content="the canteen closed")
+            options = {"mode": mode}
+            hits = await store.search("office floor", options, include_superseded=True)
+            found = {hit.id: hit.metadata or {} for hit in hits}
+            assert found[old.id]["_supersededBy"] == new.id
+            assert "_supersededBy" not in found[new.id]
+            assert old.id not in {hit.id for hit in await store.search("office floor", options)}
+            then = await store.search(
+                "office floor", options, as_of=before, include_superseded=True
+            )
+            assert [hit.id for hit in then] == [old.id]
+            assert "_supersededBy" not in (then[0].metadata or {})
+            past = await store.search("canteen ground floor", options, as_of=between)
+            assert (past[0].id, past[0].content) == (
+                other.id,
+                "the canteen is on the ground floor",
+            )
     finally:
         await store.aclose()
