@@ -333,3 +333,24 @@ async def test_retired_hits_by_meaning_are_marked_as_of_their_retirement(
             )
     finally:
         await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_retired_turn_brought_in_as_a_neighbour_is_marked(postgres_dsn: str) -> None:
+    """In conversation mode, a retired memory found only as a neighbour carries its marks."""
+    store = PostgresStore(postgres_dsn, neighbours=True)
+    try:
+        session = {"session": "s1"}
+        first = await store.add("we spoke about the weather today", session)
+        await store.add("the user moved to Berlin last spring", session)
+        await store.add("then we discussed the football match", session)
+        later = await store.supersede([first.id], "a correction with no shared words")
+        current = {hit.id for hit in await store.search("Berlin")}
+        assert first.id not in current
+        hits = {
+            hit.id: hit.metadata or {}
+            for hit in await store.search("Berlin", include_superseded=True)
+        }
+        assert hits[first.id]["_supersededBy"] == later.id
+    finally:
+        await store.aclose()

@@ -552,11 +552,14 @@ class PostgresStore(front.StoreFront):
 
             async def around(connection: Connection, tables: Tables) -> list[tuple[str, float]]:
                 where = tables.where(conditions, now)
+                marked = conditions.include_superseded
                 return await with_neighbours(
-                    connection, tables, ranking, found, where, session_key, limit
+                    connection, tables, ranking, found, where, session_key, limit, marked
                 )
 
             ranking = await self._read(around, [])
+            if conditions.include_superseded:
+                found = {key: moments.marked_hit(hit, conditions) for key, hit in found.items()}
         return entries(found, ranking[:limit], mode)
 
     async def _keyword_hits(
