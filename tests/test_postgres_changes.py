@@ -22,6 +22,10 @@ from agentrecall import PostgresStore
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.stores.postgres.rows import new_row
 from agentrecall.stores.postgres.schema import MIGRATIONS
+from agentrecall.stores.times import stored_time
+from agentrecall.testing import HashEmbedder
+from agentrecall.testing.clock import ManualClock
+from agentrecall.types import MemoryRecord, MemoryVersion
 
 PREVIOUS = 8
 """The schema version of the release before supersession."""
@@ -98,6 +102,14 @@ async def test_a_schema_of_the_previous_version_migrates_in_place(postgres_dsn: 
         assert (await store.get("home", as_of="2025-01-15T00:00:00.000Z")).content == (
             "The user lives in Nice"
         )
+        # A version without created_at counts as created before any moment, and lists first.
+        past = await store.list(as_of="2025-02-15T00:00:00.000Z")
+        assert [(r.id, r.content) for r in past] == [
+            ("gone", "The user drives a van"),
+            ("home", "The user lives in Lyon"),
+            ("pet", "The user has a cat"),
+        ]
+        assert await store.count(as_of="2025-03-15T00:00:00.000Z") == 2
 
         berlin = await store.supersede(["home"], "The user lives in Berlin", reason="moved")
         assert berlin.created is True
@@ -222,5 +234,123 @@ async def test_a_client_killed_during_supersede_leaves_the_old_state(postgres_ds
         new = await store.supersede([old.id], "The user lives in Berlin")
         assert new.created is True
         assert (await store.get(old.id, include_superseded=True)).superseded_by == new.id
+    finally:
+        await store.aclose()
+
+
+class _Collected:
+    """A snapshot sink that keeps what it is handed."""
+
+    def __init__(self) -> None:
+        self.counted: tuple[int, int] | None = None
+        self.memories: list[MemoryRecord] = []
+        self.kept: list[MemoryVersion] = []
+
+    def counts(self, memories: int, versions: int) -> None:
+        self.counted = (memories, versions)
+
+    def records(self, batch: list[MemoryRecord]) -> None:
+        self.memories += batch
+
+    def versions(self, batch: list[MemoryVersion]) -> None:
+        self.kept += batch
+
+
+@pytest.mark.asyncio
+async def test_a_snapshot_hands_on_retired_memories_and_their_versions(postgres_dsn: str) -> None:
+    """An export's snapshot holds the retired memory, retired, and its supersede version."""
+    store = PostgresStore(postgres_dsn)
+    try:
+        old = await store.add("Works at the bakery", valid_from="2024-01-01")
+        new = await store.supersede([old.id], "Works at the library", valid_from="2025-06-01")
+        sink = _Collected()
+        await store.snapshot(sink)
+        assert sink.counted == (2, 1)
+        retired, current = sink.memories
+        assert (retired.id, retired.superseded_by, retired.valid_from, retired.valid_until) == (
+            old.id,
+            new.id,
+            "2024-01-01T00:00:00.000Z",
+            "2025-06-01T00:00:00.000Z",
+        )
+        assert retired.invalidated_at is not None
+        assert (current.id, current.valid_from, current.invalidated_at) == (
+            new.id,
+            "2025-06-01T00:00:00.000Z",
+            None,
+        )
+        [version] = sink.kept
+        assert (version.change, version.superseded_by, version.valid_until) == (
+            "supersede",
+            new.id,
+            None,
+        )
+        assert version.invalidated_at == retired.invalidated_at == version.changed_at
+        assert version.created_at == retired.created_at
+    finally:
+        await store.aclose()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("mode", ["semantic", "hybrid"])
+async def test_retired_hits_by_meaning_are_marked_as_of_their_retirement(
+    postgres_dsn: str, mode: str
+) -> None:
+    """Semantic and hybrid hits of retired memories carry the marks, and only once retired.
+
+    Read as of a moment before the retirement, the memory was current: no marks. A version
+    read from the history (an update since) is embedded at query time and found by meaning.
+    """
+    store = PostgresStore(postgres_dsn, embedder=HashEmbedder(256))
+    try:
+        with ManualClock() as clock:
+            old = await store.add("the office is on the third floor")
+            clock.advance(1)
+            before = stored_time(clock.now())
+            clock.advance(1)
+            new = await store.supersede([old.id], "the office is on the fourth floor")
+            clock.advance(1)
+            other = await store.add("the canteen is on the ground floor")
+            clock.advance(1)
+            between = stored_time(clock.now())
+            clock.advance(1)
+            await store.update(other.id, content="the canteen closed")
+            options = {"mode": mode}
+            hits = await store.search("office floor", options, include_superseded=True)
+            found = {hit.id: hit.metadata or {} for hit in hits}
+            assert found[old.id]["_supersededBy"] == new.id
+            assert "_supersededBy" not in found[new.id]
+            assert old.id not in {hit.id for hit in await store.search("office floor", options)}
+            then = await store.search(
+                "office floor", options, as_of=before, include_superseded=True
+            )
+            assert [hit.id for hit in then] == [old.id]
+            assert "_supersededBy" not in (then[0].metadata or {})
+            past = await store.search("canteen ground floor", options, as_of=between)
+            assert (past[0].id, past[0].content) == (
+                other.id,
+                "the canteen is on the ground floor",
+            )
+    finally:
+        await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_retired_turn_brought_in_as_a_neighbour_is_marked(postgres_dsn: str) -> None:
+    """In conversation mode, a retired memory found only as a neighbour carries its marks."""
+    store = PostgresStore(postgres_dsn, neighbours=True)
+    try:
+        session = {"session": "s1"}
+        first = await store.add("we spoke about the weather today", session)
+        await store.add("the user moved to Berlin last spring", session)
+        await store.add("then we discussed the football match", session)
+        later = await store.supersede([first.id], "a correction with no shared words")
+        current = {hit.id for hit in await store.search("Berlin")}
+        assert first.id not in current
+        hits = {
+            hit.id: hit.metadata or {}
+            for hit in await store.search("Berlin", include_superseded=True)
+        }
+        assert hits[first.id]["_supersededBy"] == later.id
     finally:
         await store.aclose()

@@ -28,6 +28,7 @@ from typing import Any
 from agentrecall.retrieval.neighbours import REACH, WINDOW, conversation_ranking
 from agentrecall.stores.hybrid import Hit
 from agentrecall.stores.postgres.tables import Connection, Params, Tables
+from agentrecall.stores.postgres.vectors import with_marks
 from agentrecall.stores.records import metadata
 
 SPAN = WINDOW * REACH
@@ -42,11 +43,14 @@ async def with_neighbours(
     conditions: tuple[str, Params],
     session_key: str,
     limit: int,
+    marked: bool = False,
 ) -> list[tuple[str, float]]:
     """Return ``ranked`` (``(id, score)``, best first) with neighbours' help, at most ``limit``.
 
-    Memories brought in only as neighbours are added to ``hits``; a neighbour deleted or
-    changed out of the conditions between the two statements is left out.
+    Memories brought in only as neighbours are added to ``hits`` (with ``marked``, a retired
+    one carries its marks, as :func:`~agentrecall.stores.postgres.vectors.with_marks` adds
+    them); a neighbour deleted or changed out of the conditions between the two statements is
+    left out.
     """
     if not ranked:
         return []
@@ -56,12 +60,13 @@ async def with_neighbours(
     if added:
         where, params = conditions
         cursor = await connection.execute(
-            f"SELECT m.id, m.content, m.metadata::text FROM {tables.memories} AS m "
-            f"WHERE m.id = ANY(%s) AND {where}",
+            "SELECT m.id, m.content, m.metadata::text, m.invalidated_at, m.superseded_by "
+            f"FROM {tables.memories} AS m WHERE m.id = ANY(%s) AND {where}",
             [added, *params],
         )
-        for memory_id, content, encoded in await cursor.fetchall():
-            hits[memory_id] = Hit(memory_id, content, metadata(encoded))
+        for memory_id, content, encoded, *marks in await cursor.fetchall():
+            hit = Hit(memory_id, content, metadata(encoded))
+            hits[memory_id] = with_marks(hit, marks) if marked else hit
     return [(key, score) for key, score in chosen if key in hits]
 
 

@@ -151,6 +151,8 @@ class _Versions:
 
     def counted(self, stats: Statistics) -> Statistics:
         """Return ``stats`` with these versions counted in, as if the index held them."""
+        if not self.memories:
+            return stats
         df = dict(stats.df)
         for term, n in self.df.items():
             df[term] = df.get(term, 0) + n

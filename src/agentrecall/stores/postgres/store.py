@@ -125,6 +125,13 @@ class PostgresStore(front.StoreFront):
       :mod:`agentrecall.retrieval.neighbours`.
     * Filters, time bounds, scopes, expiry and history behave as in ``SQLiteStore``: the
       conformance suite of :mod:`agentrecall.testing` runs unchanged on both.
+    * Facts that change (``Capability.SUPERSEDE``): :meth:`supersede` adds a memory and
+      retires older ones in one transaction, locking their rows, so of concurrent supersedes
+      of one memory exactly one retires it; retired memories stay (in search with
+      ``include_superseded``, in ``history``, exports and copies); ``as_of`` reads the store
+      as it was, its cost growing with the versions changed since, not with the store (see
+      :mod:`.moments`); default reads skip retired memories by a test of each row they read
+      anyway.
     * With ``read_dsn``, searches and plain reads (``search``, ``get``, ``list``, ``count``,
       ``history``, ``versions``) go to a read replica, everything else to the primary
       (``dsn``): writes, setup and migrations, ``reindex``, ``snapshot`` and the id checks of
@@ -545,11 +552,14 @@ class PostgresStore(front.StoreFront):
 
             async def around(connection: Connection, tables: Tables) -> list[tuple[str, float]]:
                 where = tables.where(conditions, now)
+                marked = conditions.include_superseded
                 return await with_neighbours(
-                    connection, tables, ranking, found, where, session_key, limit
+                    connection, tables, ranking, found, where, session_key, limit, marked
                 )
 
             ranking = await self._read(around, [])
+            if conditions.include_superseded:
+                found = {key: moments.marked_hit(hit, conditions) for key, hit in found.items()}
         return entries(found, ranking[:limit], mode)
 
     async def _keyword_hits(
