@@ -135,6 +135,14 @@ def reconcile_settings(out: str, cwd: Path) -> None:
     assert out == ""
 
 
+def changing_fact(out: str, cwd: Path) -> None:
+    assert out == "['The user moved to Berlin']\n['The user lives in Lyon']\n['supersede']\n"
+
+
+def supersede_fields(out: str, cwd: Path) -> None:
+    assert out == "1 2\nTrue 2025-03-01T00:00:00.000Z\n"
+
+
 def manual_clock(out: str, cwd: Path) -> None:
     assert out == "gone after an hour that took no time\n"
 
@@ -154,6 +162,8 @@ CHECKS: dict[str, Callable[[str, Path], None]] = {
     'BufferMemory(dsn=os.environ["DATABASE_URL"]': postgres_buffer,
     'read_dsn=os.environ["DATABASE_READ_URL"]': postgres_replica,
     "ManualClock() as clock": manual_clock,
+    'SQLiteStore("facts.db") as store': changing_fact,
+    'SQLiteStore("changes.db") as store': supersede_fields,
     "ReconcileConfig(use_model=False": reconcile_settings,
 }
 
