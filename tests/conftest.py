@@ -5,7 +5,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
+
+# The conformance suite's assertions live in the package: rewritten, a failure shows its values.
+pytest.register_assert_rewrite("agentrecall.testing")
+
+from hypothesis import HealthCheck, settings  # noqa: E402
 
 # Hypothesis times each example (a 200 ms deadline) and checks data generation for slowness:
 # both fail tests on a loaded machine, where a correct example can take any time.
