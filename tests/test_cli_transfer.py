@@ -609,3 +609,75 @@ def test_a_new_store_refuses_or_counts_an_id_an_earlier_line_holds(
         out == f"imported {count - 2} memories into {target}; left out 2 whose id the store holds\n"
     )
     assert len(seen(target)["records"]) == count - 2
+
+
+async def changing_store(path: Path) -> tuple[str, str]:
+    """A store holding a memory retired by another, with world time; their two ids."""
+    async with SQLiteStore(path) as store:
+        lyon = await store.add("Lives in Lyon", valid_from="2019-01-01")
+        berlin = await store.supersede(
+            [lyon.id], "Lives in Berlin", valid_from="2025-03-01", reason="moved"
+        )
+        await store.add("Likes tea")
+    return lyon.id, berlin.id
+
+
+def test_a_retired_memory_and_its_supersede_version_survive_export_and_import(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source, copy, file = tmp_path / "a.db", tmp_path / "new.db", tmp_path / "x.jsonl"
+    lyon, berlin = asyncio.run(changing_store(source))
+    ok(capsys, "--db", str(source), "export", "-o", str(file))
+    lines = [json.loads(line) for line in file.read_text(encoding="utf-8").splitlines()]
+    assert lines[0]["version"] == VERSION == 2
+    retired = next(line for line in lines if line.get("id") == lyon)
+    assert retired["superseded_by"] == berlin and retired["invalidated_at"] is not None
+    assert retired["valid_until"] == "2025-03-01T00:00:00.000Z"
+    (version,) = [line for line in lines if line["type"] == "version"]
+    assert (version["change"], version["superseded_by"], version["reason"]) == (
+        "supersede",
+        berlin,
+        "moved",
+    )
+    assert version["created_at"] == retired["created_at"]
+    assert ok(capsys, "--db", str(copy), "import", str(file)) == (
+        f"imported 3 memories and 1 version of history into {copy}\n"
+    )
+
+    async def everything(path: Path) -> tuple[Any, ...]:
+        async with SQLiteStore(path) as store:
+            versions = [v async for page in store.versions() for v in page]
+            hits = [hit.id for hit in await store.search("lives")]
+            return await store.list(include_superseded=True), versions, hits
+
+    assert asyncio.run(everything(copy)) == asyncio.run(everything(source))
+    assert asyncio.run(everything(copy))[2] == [berlin]
+
+
+def test_an_export_of_format_version_1_still_imports(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    header = {"format": FORMAT, "version": 1, "store": "sqlite", "created_at": PAST}
+    header |= {"memories": 1, "versions": 1}
+    header["scope"] = {"user_id": None, "agent_id": None, "session_id": None}
+    scope = {"user_id": "ana", "agent_id": None, "session_id": None}
+    memory = {"type": "memory", "id": "m1", "content": "Lives in Lyon", "metadata": None}
+    memory |= {"created_at": PAST, "updated_at": PAST, "expires_at": None, **scope}
+    version = {"type": "version", "memory_id": "m1", "content": "Lives in Lisbon"}
+    version |= {"metadata": {"n": 1}, "changed_at": PAST, "change": "update", "reason": None}
+    file = tmp_path / "old.jsonl"
+    file.write_text("".join(json.dumps(line) + "\n" for line in (header, memory, version | scope)))
+    copy = tmp_path / "new.db"
+    assert ok(capsys, "--db", str(copy), "import", str(file)) == (
+        f"imported 1 memory and 1 version of history into {copy}\n"
+    )
+
+    async def read() -> tuple[Any, ...]:
+        async with SQLiteStore(copy) as store:
+            return await store.get("m1"), await store.history("m1")
+
+    record, history = asyncio.run(read())
+    assert record == MemoryRecord("m1", "Lives in Lyon", PAST, None, PAST, user_id="ana")
+    assert [(v.content, v.metadata, v.created_at, v.superseded_by) for v in history] == [
+        ("Lives in Lisbon", {"n": 1}, None, None)
+    ]

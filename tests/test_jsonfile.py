@@ -298,3 +298,52 @@ async def test_search_options_that_are_not_a_mapping_are_refused(tmp_path: Path)
     for options in ([1], "max_search_results=3", 3):
         with pytest.raises(InvalidArgumentError, match="search options must be a mapping"):
             await store.search("dark", options)  # type: ignore[arg-type]
+
+
+async def test_facts_that_change_are_refused_naming_the_stores_that_keep_them(
+    store: JsonFileStore,
+) -> None:
+    memory = await store.add("Lives in Lyon")
+    assert store.path is not None
+    before = Path(store.path).read_bytes()
+    moment = "2025-03-01T00:00:00Z"
+    refused = [
+        ("supersede", lambda: store.supersede([memory.id], "Lives in Berlin")),
+        ("as_of", lambda: store.search("Lyon", as_of=moment)),
+        ("valid_at", lambda: store.search("Lyon", valid_at=moment)),
+        ("include_superseded", lambda: store.search("Lyon", include_superseded=True)),
+        ("as_of", lambda: store.get(memory.id, as_of=moment)),
+        ("include_superseded", lambda: store.get(memory.id, include_superseded=True)),
+        ("as_of, valid_at", lambda: store.list(as_of=moment, valid_at=moment)),
+        ("include_superseded", lambda: store.count(include_superseded=True)),
+        ("valid_from", lambda: store.add("Lives in Berlin", valid_from=moment)),
+        ("valid_until", lambda: store.add("Lives in Berlin", valid_until=moment)),
+    ]
+    for name, call in refused:
+        with pytest.raises(
+            InvalidArgumentError,
+            match=rf"^store 'notes' \(JsonFileStore\) does not support {name}: .*"
+            r"Capability\.SUPERSEDE\); SQLiteStore and PostgresStore do$",
+        ):
+            await call()
+    assert Path(store.path).read_bytes() == before
+    # The defaults are what the file holds: every memory is current, none has a world time.
+    assert [hit.id for hit in await store.search("Lyon", include_superseded=False)] == [memory.id]
+    assert await store.count(as_of=None, valid_at=None, include_superseded=False) == 1
+
+
+async def test_a_retired_or_dated_record_is_refused_by_import(store: JsonFileStore) -> None:
+    created = "2025-01-01T00:00:00.000Z"
+    retired = MemoryRecord(
+        "old", "Lived in Lyon", created, invalidated_at=created, superseded_by="n"
+    )
+    dated = MemoryRecord("d", "Lives in Berlin", created, valid_from=created)
+    for record, problem in (
+        (retired, r"record 1 \(old\) was retired by memory 'n' at '2025-01-01T00:00:00.000Z'"),
+        (dated, r"record 1 \(d\) says when its fact was true \(valid_from="),
+    ):
+        with pytest.raises(
+            InvalidArgumentError, match=f"{problem}.*SQLiteStore or a PostgresStore"
+        ):
+            await store.import_records([MemoryRecord("fine", "Fine", created), record])
+    assert await store.count() == 0

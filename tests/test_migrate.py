@@ -487,3 +487,66 @@ async def test_a_json_destination_refuses_to_lose_the_history_of_an_expiry(
     assert not out.exists()
     result = await migrate_files(tmp_path / "a.db", out, drop_history=True)
     assert (result.copied, result.versions) == (1, 0)
+
+
+async def _with_changes(path: Path) -> tuple[str, str]:
+    """Fill ``path`` with a memory retired by another (with world time), and one unchanged.
+
+    Returns the retired memory's id and its successor's.
+    """
+    async with SQLiteStore(path) as store:
+        ana = store.scope(user_id="ana")
+        lyon = await ana.add("Lives in Lyon", {"n": 1}, valid_from="2019-01-01")
+        berlin = await ana.supersede(
+            [lyon.id], "Lives in Berlin", valid_from="2025-03-01", reason="moved"
+        )
+        await store.add("Likes tea")
+    return lyon.id, berlin.id
+
+
+async def _everything(store: Any) -> tuple[list[MemoryRecord], list[MemoryVersion]]:
+    """Every memory, retired ones too, and every version: what a copy must hold alike."""
+    versions = [version async for page in store.versions() for version in page]
+    return await store.list(include_superseded=True), versions
+
+
+async def test_migrate_keeps_retired_memories_and_their_versions(tmp_path: Path) -> None:
+    lyon, berlin = await _with_changes(tmp_path / "a.db")
+    totals: list[int] = []
+    result = await migrate_files(
+        tmp_path / "a.db", tmp_path / "b.db", progress=lambda done, total: totals.append(total)
+    )
+    assert (result.copied, result.skipped, result.versions) == (3, 0, 1)
+    assert set(totals) == {3}  # the retired memory is counted among those to copy
+    async with SQLiteStore(tmp_path / "a.db") as source, SQLiteStore(tmp_path / "b.db") as copy:
+        memories, versions = await _everything(copy)
+        assert (memories, versions) == await _everything(source)
+        retired = await copy.get(lyon, include_superseded=True)
+        assert retired is not None and retired.superseded_by == berlin
+        assert retired.valid_until == "2025-03-01T00:00:00.000Z"
+        assert await copy.get(lyon) is None
+        assert [(v.change, v.superseded_by, v.reason) for v in versions] == [
+            ("supersede", berlin, "moved")
+        ]
+        assert await copy.history(berlin) == await source.history(berlin)
+        assert [hit.id for hit in await copy.search("lives")] == [berlin]
+    again = await migrate_files(tmp_path / "a.db", tmp_path / "b.db")
+    assert (again.copied, again.versions) == (0, 0)
+
+
+async def test_a_json_destination_refuses_to_lose_retired_memories_or_world_time(
+    tmp_path: Path,
+) -> None:
+    lyon, berlin = await _with_changes(tmp_path / "a.db")
+    out = tmp_path / "b.json"
+    with pytest.raises(
+        InvalidArgumentError,
+        match=rf"memory {lyon} was retired by memory {berlin} at .*would be current again; "
+        "migrate into an SQLite or PostgreSQL store$",
+    ):
+        await migrate_files(tmp_path / "a.db", out, flatten=True, drop_history=True)
+    async with SQLiteStore(tmp_path / "dated.db") as dated:
+        memory = await dated.add("Lives in Berlin", valid_from="2025-03-01")
+    with pytest.raises(InvalidArgumentError, match=f"memory {memory.id} says when its fact"):
+        await migrate_files(tmp_path / "dated.db", out)
+    assert not out.exists()

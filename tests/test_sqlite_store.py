@@ -125,10 +125,13 @@ def test_pipeline_chunks_cover_the_batch_and_grow_from_a_small_first(total: int)
 
 
 def test_a_batch_insert_takes_only_stored_timestamps_into_its_sql() -> None:
-    sql = insert_statement(3, "ON CONFLICT DO NOTHING", ("2026-01-31T09:30:00.000Z", None, None))
-    assert "VALUES (?, 3, ?, ?, ?, '2026-01-31T09:30:00.000Z', NULL, NULL, ?)" in sql
+    at = "2026-01-31T09:30:00.000Z"
+    sql = insert_statement(3, "ON CONFLICT DO NOTHING", (at, None, None, at, None))
+    assert f"VALUES (?, 3, ?, ?, ?, '{at}', NULL, NULL, NULL, NULL, '{at}', NULL, ?)" in sql
     with pytest.raises(ValueError, match="stored shape"):
-        insert_statement(0, "", ("2026-01-31'); DROP TABLE memories; --", None, None))
+        insert_statement(0, "", ("2026-01-31'); DROP TABLE memories; --", None, None, None, None))
+    with pytest.raises(ValueError, match="stored shape"):
+        insert_statement(0, "", (at, None, None, None, "2026'); DROP TABLE memories; --"))
 
 
 def test_bm25_and_the_averages_record() -> None:

@@ -20,6 +20,8 @@ from agentrecall import (
     SyncStore,
 )
 from agentrecall.stores.base import Capability
+from agentrecall.stores.times import stored_time
+from agentrecall.testing import ManualClock
 from agentrecall.types import AddResult, MemoryEntry, MemoryRecord
 
 STORES = [SQLiteStore, JsonFileStore]
@@ -96,6 +98,35 @@ def test_an_sqlite_store_is_fully_usable_synchronously(tmp_path: Path) -> None:
         assert memory.import_records([record]) == 1
         assert memory.get("kept-id") == record
         assert memory.clear() == 2 and memory.count() == 0
+
+
+def test_facts_that_change_are_handled_synchronously(tmp_path: Path) -> None:
+    with ManualClock() as clock, SyncStore(SQLiteStore(tmp_path / "m.db")) as memory:
+        lyon = memory.add("User lives in Lyon", valid_from="2019-01-01")
+        clock.advance(1)
+        then = stored_time(clock.now())
+        clock.advance(1)
+        berlin = memory.supersede(
+            [lyon.id], "User lives in Berlin", valid_from="2025-03-01", reason="moved"
+        )
+        assert berlin.created is True
+        again = memory.supersede([lyon.id], "User lives in Berlin", valid_from="2025-03-01")
+        assert (again.id, again.created) == (berlin.id, False)
+        assert [h.id for h in memory.search("lives")] == [berlin.id]
+        assert [h.id for h in memory.search("lives", as_of=then)] == [lyon.id]
+        assert [h.id for h in memory.search("lives", valid_at="2024-01-01")] == []
+        found = memory.search("lives", include_superseded=True)
+        assert {h.id for h in found} == {lyon.id, berlin.id}
+        assert memory.get(lyon.id) is None
+        retired = memory.get(lyon.id, include_superseded=True)
+        assert retired is not None and retired.superseded_by == berlin.id
+        assert retired.valid_until == "2025-03-01T00:00:00.000Z"
+        held = memory.get(lyon.id, as_of=then)
+        assert held is not None and held.content == "User lives in Lyon"
+        assert [r.id for r in memory.list(as_of=then)] == [lyon.id]
+        assert [r.id for r in memory.list(include_superseded=True)] == [lyon.id, berlin.id]
+        assert memory.count(valid_at="2026-01-01") == 1 and memory.count(as_of=then) == 1
+        assert [(v.change, v.reason) for v in memory.history(berlin.id)] == [("supersede", "moved")]
 
 
 def test_scope_views_share_the_loop_and_close_with_the_facade(tmp_path: Path) -> None:
@@ -248,6 +279,22 @@ def test_unsupported_keywords_and_methods_are_refused_clearly(tmp_path: Path) ->
         )
         for call in unsupported:
             with pytest.raises(InvalidArgumentError, match="'notes'.*does not support"):
+                call()
+        # Facts that change name the stores that keep them.
+        changes: list[tuple[str, Any]] = [
+            ("supersede", lambda: memory.supersede(["x"], "y")),
+            ("as_of", lambda: memory.search("tea", as_of="2025-01-01")),
+            ("valid_at", lambda: memory.list(valid_at="2025-01-01")),
+            ("include_superseded", lambda: memory.count(include_superseded=True)),
+            ("as_of", lambda: memory.get("x", as_of="2025-01-01")),
+            ("valid_from", lambda: memory.add("User likes tea", valid_from="2025-01-01")),
+        ]
+        for name, call in changes:
+            with pytest.raises(
+                InvalidArgumentError,
+                match=rf"'notes' \(JsonFileStore\) does not support {name} \(it does not "
+                r"declare Capability\.SUPERSEDE; SQLiteStore and PostgresStore do\)$",
+            ):
                 call()
         assert memory.count() == 0  # nothing was written
         assert not (tmp_path / "n.json").exists()

@@ -1,15 +1,17 @@
 """The export format: JSON lines, a versioned header first, then memories and their history.
 
-Line 1 is the header, ``{"format": "agentrecall-export", "version": 1, "store": ...,
+Line 1 is the header, ``{"format": "agentrecall-export", "version": 2, "store": ...,
 "created_at": ..., "memories": N, "versions": M, "scope": {...}}``; every later line is a
 memory (``"type": "memory"``) or a replaced version of one (``"type": "version"``), each
 field of :class:`~agentrecall.types.MemoryRecord` or :class:`~agentrecall.types.MemoryVersion`
 under its own name. ``docs/export-format.md`` describes every field.
 
 Versioning: a file of a newer version than :data:`VERSION` is refused, never half-read; every
-field is always written, and a line with a key this version does not know is refused, so a
-field added later (which makes a new version) can never be dropped unnoticed. Pure functions:
-no I/O.
+field is always written, and a line with a key its file's version does not have is refused,
+so a field added later (which makes a new version) can never be dropped unnoticed. A file of
+an older version is read with the fields it has; the fields added since are ``None``. Version
+2 added the memories' ``invalidated_at``, ``superseded_by``, ``valid_from`` and
+``valid_until``, and the versions' ``created_at`` and those four. Pure functions: no I/O.
 """
 
 from __future__ import annotations
@@ -40,15 +42,17 @@ __all__ = [
 FORMAT = "agentrecall-export"
 """The header's ``format``: what tells an export from any other JSON lines."""
 
-VERSION = 1
-"""The format version this module writes, and the newest it reads."""
+VERSION = 2
+"""The format version this module writes, and the newest it reads (it reads every older one)."""
 
 SCOPE_KEYS = ("user_id", "agent_id", "session_id")
 
 _HEADER_KEYS = frozenset(
     {"format", "version", "store", "created_at", "memories", "versions", "scope"}
 )
-_MEMORY_FIELDS = (
+_CHANGE_KEYS = ("invalidated_at", "superseded_by", "valid_from", "valid_until")
+"""The fields version 2 added to both kinds of line: retirement and world time."""
+_MEMORY_FIELDS_1 = (
     ("id", False),
     ("content", False),
     ("created_at", False),
@@ -56,7 +60,7 @@ _MEMORY_FIELDS = (
     ("expires_at", True),
     *((key, True) for key in SCOPE_KEYS),
 )
-_VERSION_FIELDS = (
+_VERSION_FIELDS_1 = (
     ("memory_id", False),
     ("content", False),
     ("changed_at", False),
@@ -64,17 +68,24 @@ _VERSION_FIELDS = (
     ("reason", True),
     *((key, True) for key in SCOPE_KEYS),
 )
+_MEMORY_FIELDS = (*_MEMORY_FIELDS_1, *((key, True) for key in _CHANGE_KEYS))
+_VERSION_FIELDS = (
+    *_VERSION_FIELDS_1,
+    ("created_at", True),
+    *((key, True) for key in _CHANGE_KEYS),
+)
 """A line's string fields besides ``metadata``, and whether each may be ``null``."""
 
 
 @dataclass(frozen=True, slots=True)
 class _Shape:
-    """What a line of one ``type`` holds, and how it is read into ``make``.
+    """What a line of one ``type`` and format version holds, and how it is read into ``make``.
 
     ``values`` picks the line's values in the order of ``make``'s fields (so that the record
     is made from them positionally: half the time of keywords, a microsecond a line), and
     ``strings`` those of the string fields, ``fields``, and ``required`` those of the string
-    fields that may not be ``null``.
+    fields that may not be ``null``. An older version's line lacks fields ``make`` has; those
+    are its last ones (fields are only ever added at the end), left to their default ``None``.
     """
 
     keys: frozenset[str]
@@ -85,7 +96,10 @@ class _Shape:
     required: Callable[[JsonObject], tuple[Any, ...]] = field(init=False)
 
     def __post_init__(self) -> None:
-        order = [item.name for item in dataclasses.fields(self.make)]
+        names = [item.name for item in dataclasses.fields(self.make)]
+        order = [name for name in names if name in self.keys]
+        if order != names[: len(order)]:
+            raise AssertionError(f"{self.make.__name__} has a field before the line's last one")
         object.__setattr__(self, "values", operator.itemgetter(*order))
         object.__setattr__(self, "strings", operator.itemgetter(*(key for key, _ in self.fields)))
         required = (key for key, nullable in self.fields if not nullable)
@@ -93,13 +107,19 @@ class _Shape:
 
 
 _LINES = {
-    kind: _Shape(frozenset({"type", "metadata", *(key for key, _ in fields)}), fields, make)
-    for kind, fields, make in (
-        ("memory", _MEMORY_FIELDS, MemoryRecord),
-        ("version", _VERSION_FIELDS, MemoryVersion),
+    number: {
+        kind: _Shape(frozenset({"type", "metadata", *(key for key, _ in fields)}), fields, make)
+        for kind, fields, make in (
+            ("memory", memory_fields, MemoryRecord),
+            ("version", version_fields, MemoryVersion),
+        )
+    }
+    for number, memory_fields, version_fields in (
+        (1, _MEMORY_FIELDS_1, _VERSION_FIELDS_1),
+        (2, _MEMORY_FIELDS, _VERSION_FIELDS),
     )
 }
-"""Each line ``type``: its keys, its string fields, and what it is read into."""
+"""Per format version, each line ``type``: its keys, its string fields, what it is read into."""
 _STRING_OR_NULL = frozenset({str, type(None)})
 
 # The decoder's own scanner, what json.loads ends in (typeshed does not declare it).
@@ -173,6 +193,10 @@ def encode_record(record: MemoryRecord) -> str:
             "user_id": record.user_id,
             "agent_id": record.agent_id,
             "session_id": record.session_id,
+            "invalidated_at": record.invalidated_at,
+            "superseded_by": record.superseded_by,
+            "valid_from": record.valid_from,
+            "valid_until": record.valid_until,
         }
     )
 
@@ -191,6 +215,11 @@ def encode_version(version: MemoryVersion) -> str:
             "user_id": version.user_id,
             "agent_id": version.agent_id,
             "session_id": version.session_id,
+            "created_at": version.created_at,
+            "invalidated_at": version.invalidated_at,
+            "superseded_by": version.superseded_by,
+            "valid_from": version.valid_from,
+            "valid_until": version.valid_until,
         }
     )
 
@@ -217,7 +246,7 @@ def parse_header(line: bytes, where: str) -> Header:
             f"the file is of format version {version}, newer than this agentrecall reads "
             f"({VERSION}); upgrade agentrecall to import it",
         )
-    _check_keys(value, _HEADER_KEYS, where, 1)
+    _check_keys(value, _HEADER_KEYS, where, 1, version)
     scope = value["scope"]
     if not (
         isinstance(scope, dict)
@@ -241,22 +270,26 @@ def parse_header(line: bytes, where: str) -> Header:
     )
 
 
-def parse_line(line: bytes, where: str, number: int) -> MemoryRecord | MemoryVersion:
-    """Read a memory or version line; ``where`` and ``number`` name it in errors.
+def parse_line(
+    line: bytes, where: str, number: int, version: int = VERSION
+) -> MemoryRecord | MemoryVersion:
+    """Read a memory or version line of a file of format ``version``.
 
-    Only the shape is checked here (keys, and the type of each value); what a store refuses
-    (blank content, a time not in the stored shape) it reports itself.
+    ``where`` and ``number`` name the line in errors. Only the shape is checked here (the
+    keys of ``version``, and the type of each value); what a store refuses (blank content, a
+    time not in the stored shape) it reports itself. The fields a line of an older version
+    lacks are ``None``.
 
     Raises:
         InvalidFileError: the line is not JSON, or not a memory or version of this format.
     """
     value = _json(line, where, number)
     kind = value.get("type") if isinstance(value, dict) else None
-    shape = _LINES.get(kind) if isinstance(kind, str) else None
+    shape = _LINES[version].get(kind) if isinstance(kind, str) else None
     if shape is None:
         raise _invalid(where, number, 'expected an object with "type" "memory" or "version"')
     if value.keys() != shape.keys:
-        _check_keys(value, shape.keys, where, number)
+        _check_keys(value, shape.keys, where, number, version)
     strings = shape.strings(value)
     metadata = value["metadata"]
     if not (
@@ -291,7 +324,9 @@ def _json(line: bytes, where: str, number: int) -> Any:
         raise _invalid(where, number, f"it cannot be loaded ({error})") from error
 
 
-def _check_keys(value: JsonObject, keys: frozenset[str], where: str, number: int) -> None:
+def _check_keys(
+    value: JsonObject, keys: frozenset[str], where: str, number: int, version: int
+) -> None:
     if value.keys() == keys:
         return
     missing = ", ".join(sorted(keys - value.keys()))
@@ -300,7 +335,7 @@ def _check_keys(value: JsonObject, keys: frozenset[str], where: str, number: int
     raise _invalid(
         where,
         number,
-        f"{'; '.join(p for p in problems if p)} (format version {VERSION} has exactly the "
+        f"{'; '.join(p for p in problems if p)} (format version {version} has exactly the "
         f"fields {', '.join(sorted(keys))})",
     )
 

@@ -134,15 +134,19 @@ async def migrate(
 
     Memories keep their ids, timestamps, metadata, expiry and scopes; then, when both stores
     declare ``Capability.HISTORY``, every replaced version follows (deleted memories' too),
-    with its time, change and reason. Between two SQLite stores the copy is exact: the same
-    memories in every scope, in the same order, and the same history of every id.
+    with its time, change and reason. A source declaring ``Capability.SUPERSEDE`` gives its
+    retired memories too, which stay retired, with their successors and world time. Between
+    two SQLite stores the copy is exact: the same memories in every scope, in the same order,
+    and the same history of every id.
 
     Nothing is lost silently. A destination that keeps no scopes (a JSON file) is refused a
     source with scoped memories unless ``flatten``; one that keeps no history is refused a
     source with history unless ``drop_history``; one that keeps no expiry is refused a source
-    with memories that expire unless ``drop_expiry`` (they would be kept for good). All are
-    found out before anything is written (for scopes and expiry, by reading the source once
-    more). Only ``updated_at`` has no place in a JSON file and is not kept there.
+    with memories that expire unless ``drop_expiry`` (they would be kept for good); one that
+    keeps no retirement or world time (a JSON file) is refused a source with retired memories
+    or world time (a retired memory would be current again). All are found out before
+    anything is written (for scopes, expiry and changes, by reading the source once more).
+    Only ``updated_at`` has no place in a JSON file and is not kept there.
 
     Each batch is one ``import_records`` (or ``import_versions``) call, so one write of the
     destination: a failure keeps the batches already copied, and running the migration again
@@ -174,7 +178,7 @@ async def migrate(
     """
     _check_options(batch, flatten, drop_history, drop_expiry)
     with_history = await _plan(source, destination, batch, flatten, drop_history, drop_expiry)
-    total = await source.count()
+    total = await _count(source)
     if progress is not None:
         progress(0, total)
     report = None if progress is None else lambda done: progress(done, total)
@@ -219,9 +223,9 @@ async def _copy_pass(
     shifted = False
     while True:
         if last is None:
-            records = await source.list(offset=0, limit=batch)
+            records = await _page(source, 0, batch)
         else:
-            records = await source.list(offset=done - 1, limit=batch + 1)
+            records = await _page(source, done - 1, batch + 1)
             if records and records[0].id == last:
                 records = records[1:]
             else:
@@ -298,18 +302,20 @@ async def _plan(
     has, takes = _capabilities(source), _capabilities(destination)
     scopes = Capability.SCOPE in has and Capability.SCOPE not in takes and not flatten
     expiry = Capability.EXPIRY in has and Capability.EXPIRY not in takes and not drop_expiry
-    if scopes or expiry:
-        # One reading of the source finds the first memory that would lose either.
+    changes = Capability.SUPERSEDE in has and Capability.SUPERSEDE not in takes
+    if scopes or expiry or changes:
+        # One reading of the source finds the first memory that would lose any of them.
         lossy = await _first_of(
             source,
             batch,
             lambda record: (
                 (scopes and bool(_scope_label(record)))
                 or (expiry and record.expires_at is not None)
+                or (changes and _changed(record))
             ),
         )
         if lossy is not None:
-            raise InvalidArgumentError(_loss(lossy, scopes))
+            raise InvalidArgumentError(_loss(lossy, scopes, expiry))
     if Capability.HISTORY not in has or drop_history:
         return False
     if Capability.HISTORY in takes:
@@ -325,8 +331,27 @@ async def _plan(
     return False
 
 
-def _loss(record: MemoryRecord, scopes: bool) -> str:
-    """Say what copying ``record`` would lose: its scope (when checked and held), else expiry."""
+def _changed(record: MemoryRecord) -> bool:
+    """Whether ``record`` is retired or carries world time, which only some stores keep."""
+    return any(getattr(record, key) is not None for key in _CHANGE_FIELDS)
+
+
+_CHANGE_FIELDS = ("invalidated_at", "superseded_by", "valid_from", "valid_until")
+
+
+def _loss(record: MemoryRecord, scopes: bool, expiry: bool) -> str:
+    """Say what copying ``record`` would lose: its scope, expiry or change, as checked and held."""
+    if not (scopes and _scope_label(record)) and not (expiry and record.expires_at is not None):
+        what = (
+            f"was retired by memory {record.superseded_by} at {record.invalidated_at}"
+            if record.invalidated_at is not None
+            else "says when its fact was true in the world (valid_from, valid_until)"
+        )
+        return (
+            f"the source holds memories that changed (memory {record.id} {what}) and the "
+            "destination keeps no retired memories or world time: copied, a retired memory "
+            "would be current again; migrate into an SQLite or PostgreSQL store"
+        )
     if scopes and _scope_label(record):
         return (
             f"the source holds scoped memories (memory {record.id} belongs to "
@@ -349,7 +374,7 @@ async def _first_of(
     """Return the first memory of ``source`` that is ``wanted``, or ``None``."""
     done = 0
     while True:
-        records = await source.list(offset=done, limit=batch)
+        records = await _page(source, done, batch)
         for record in records:
             if wanted(record):
                 return record
@@ -360,6 +385,24 @@ async def _first_of(
 
 def _capabilities(store: object) -> frozenset[Capability]:
     return frozenset(getattr(store, "capabilities", ()))
+
+
+async def _page(source: RecordSource, offset: int, limit: int) -> list[MemoryRecord]:
+    """Return a page of the source's memories, its retired ones too where it keeps them."""
+    if Capability.SUPERSEDE in _capabilities(source):
+        retired: list[MemoryRecord] = await cast(Any, source).list(
+            offset=offset, limit=limit, include_superseded=True
+        )
+        return retired
+    return await source.list(offset=offset, limit=limit)
+
+
+async def _count(source: RecordSource) -> int:
+    """Return how many memories :func:`_page` gives in all."""
+    if Capability.SUPERSEDE in _capabilities(source):
+        total: int = await cast(Any, source).count(include_superseded=True)
+        return total
+    return await source.count()
 
 
 def _scope_label(item: MemoryRecord | MemoryVersion) -> str:

@@ -34,6 +34,9 @@ Versions = list[MemoryVersion]
 Filter = Mapping[str, Any] | None
 Moment = datetime | str | None
 
+_KEPT_BY = {Capability.SUPERSEDE: "SQLiteStore and PostgresStore"}
+"""The built-in stores declaring a capability that ``JsonFileStore`` lacks, for the refusals."""
+
 
 class SyncStore:
     """Blocking twins of a store's async methods, run on one event loop this object owns.
@@ -75,6 +78,9 @@ class SyncStore:
         filter: Filter = None,
         created_after: Moment = None,
         created_before: Moment = None,
+        as_of: Moment = None,
+        valid_at: Moment = None,
+        include_superseded: bool = False,
         max_search_results: int | None = None,
     ) -> Entries:
         """Search the store, best hit first.
@@ -85,15 +91,19 @@ class SyncStore:
             filter: metadata conditions (``Capability.FILTER``).
             created_after: only memories created at or after this time (``Capability.FILTER``).
             created_before: only memories created before this time (``Capability.FILTER``).
+            as_of: answer from what the store held at this moment (``Capability.SUPERSEDE``).
+            valid_at: only memories true in the world then (``Capability.SUPERSEDE``).
+            include_superseded: also retired memories, marked (``Capability.SUPERSEDE``).
             max_search_results: the same cap as in ``options``, as a keyword; give one or the
                 other.
 
         Raises:
             InvalidArgumentError: ``options`` is not a mapping, the cap is given both ways, or
-                a filter is given to a store without ``Capability.FILTER``.
+                a keyword is given to a store without its capability.
         """
         options = _search_options(options, max_search_results)
         bounds = self._bounds(filter, created_after, created_before)
+        bounds.update(self._moments(as_of, valid_at, include_superseded))
         return self._run(self.store, self.store.search(query, options, **bounds))
 
     def add(
@@ -103,10 +113,43 @@ class SyncStore:
         *,
         ttl: float | timedelta | None = None,
         expires_at: Moment = None,
+        valid_from: Moment = None,
+        valid_until: Moment = None,
     ) -> AddResult:
-        """Add one memory; ``ttl`` or ``expires_at`` need ``Capability.EXPIRY``."""
+        """Add one memory; ``ttl`` or ``expires_at`` need ``Capability.EXPIRY``.
+
+        ``valid_from`` and ``valid_until`` (when the fact was true in the world) need
+        ``Capability.SUPERSEDE``.
+        """
         expiry = self._optional(Capability.EXPIRY, ttl=ttl, expires_at=expires_at)
-        return self._run(self.store, self.store.add(content, metadata, **expiry))
+        world = self._optional(Capability.SUPERSEDE, valid_from=valid_from, valid_until=valid_until)
+        return self._run(self.store, self.store.add(content, metadata, **expiry, **world))
+
+    def supersede(
+        self,
+        old_ids: Iterable[str],
+        content: str,
+        *,
+        metadata: JsonObject | None = None,
+        valid_from: Moment = None,
+        valid_until: Moment = None,
+        reason: str | None = None,
+    ) -> AddResult:
+        """Add ``content`` and retire ``old_ids`` in its favour, in one transaction.
+
+        Needs ``Capability.SUPERSEDE``; a retry of the same call changes nothing.
+        """
+        result: AddResult = self._call(
+            "supersede",
+            Capability.SUPERSEDE,
+            old_ids,
+            content,
+            metadata=metadata,
+            valid_from=valid_from,
+            valid_until=valid_until,
+            reason=reason,
+        )
+        return result
 
     def add_many(
         self,
@@ -163,9 +206,12 @@ class SyncStore:
         result: VectorCoverage = self._call("vector_coverage", None)
         return result
 
-    def get(self, memory_id: str) -> MemoryRecord | None:
-        """Return one memory by id, or ``None``."""
-        result: MemoryRecord | None = self._call("get", Capability.GET, memory_id)
+    def get(
+        self, memory_id: str, *, as_of: Moment = None, include_superseded: bool = False
+    ) -> MemoryRecord | None:
+        """Return one memory by id, or ``None``; the keywords need ``Capability.SUPERSEDE``."""
+        moments = self._moments(as_of, None, include_superseded)
+        result: MemoryRecord | None = self._call("get", Capability.GET, memory_id, **moments)
         return result
 
     def update(
@@ -212,22 +258,44 @@ class SyncStore:
         filter: Filter = None,
         created_after: Moment = None,
         created_before: Moment = None,
+        as_of: Moment = None,
+        valid_at: Moment = None,
+        include_superseded: bool = False,
     ) -> Records:
-        """Return memories first stored first; the filter keywords need ``Capability.FILTER``."""
+        """Return memories first stored first; the filter keywords need ``Capability.FILTER``.
+
+        ``as_of``, ``valid_at`` and ``include_superseded`` need ``Capability.SUPERSEDE``.
+        """
         bounds = self._bounds(filter, created_after, created_before)
+        bounds.update(self._moments(as_of, valid_at, include_superseded))
         result: Records = self._call("list", Capability.LIST, offset=offset, limit=limit, **bounds)
         return result
 
     def count(
-        self, *, filter: Filter = None, created_after: Moment = None, created_before: Moment = None
+        self,
+        *,
+        filter: Filter = None,
+        created_after: Moment = None,
+        created_before: Moment = None,
+        as_of: Moment = None,
+        valid_at: Moment = None,
+        include_superseded: bool = False,
     ) -> int:
-        """Return how many memories match; the keywords need ``Capability.FILTER``."""
+        """Return how many memories match; the keywords need ``Capability.FILTER``.
+
+        ``as_of``, ``valid_at`` and ``include_superseded`` need ``Capability.SUPERSEDE``.
+        """
         bounds = self._bounds(filter, created_after, created_before)
+        bounds.update(self._moments(as_of, valid_at, include_superseded))
         result: int = self._call("count", Capability.COUNT, **bounds)
         return result
 
     def history(self, memory_id: str) -> Versions:
-        """Return the versions that updates, deletion or expiry replaced, oldest first."""
+        """Return the versions that updates, deletion, expiry or supersession replaced.
+
+        Oldest first; with supersession, those of the whole chain of memories replacing one
+        another (see the store's ``history``).
+        """
         result: Versions = self._call("history", Capability.HISTORY, memory_id)
         return result
 
@@ -317,18 +385,31 @@ class SyncStore:
     def _method(self, method: str, capability: Capability | None) -> Any:
         function = getattr(self.store, method, None)
         if function is None or (capability is not None and capability not in self._declared()):
-            raise InvalidArgumentError(f"{self._describe()} does not support {method}")
+            hint = ""
+            if capability in _KEPT_BY:
+                hint = f" ({_undeclared(capability)}; {_KEPT_BY[capability]} do)"
+            raise InvalidArgumentError(f"{self._describe()} does not support {method}{hint}")
         return function
 
     def _optional(self, capability: Capability, **arguments: Any) -> dict[str, Any]:
         """Return the arguments that were given, refused unless ``capability`` is declared."""
         given = {key: value for key, value in arguments.items() if value is not None}
         if given and capability not in self._declared():
+            kept_by = _KEPT_BY.get(capability)
             raise InvalidArgumentError(
                 f"{self._describe()} does not support {', '.join(given)} "
-                f"(it does not declare Capability.{capability.name})"
+                f"({_undeclared(capability)}{'' if kept_by is None else f'; {kept_by} do'})"
             )
         return given
+
+    def _moments(self, as_of: Moment, valid_at: Moment, superseded: object) -> dict[str, Any]:
+        # include_superseded=False is the stores' default: passed on only when it is not.
+        return self._optional(
+            Capability.SUPERSEDE,
+            as_of=as_of,
+            valid_at=valid_at,
+            include_superseded=None if superseded is False else superseded,
+        )
 
     def _bounds(self, filter: Filter, after: Moment, before: Moment) -> dict[str, Any]:
         return self._optional(
@@ -385,6 +466,10 @@ def _search_options(
             "search got max_search_results both as a keyword and in options; give it once"
         )
     return {**(options or {}), "max_search_results": max_search_results}
+
+
+def _undeclared(capability: Capability) -> str:
+    return f"it does not declare Capability.{capability.name}"
 
 
 def _in_running_loop() -> bool:

@@ -323,7 +323,7 @@ class _LineReader:
             self._last = number
             if not line.strip():
                 continue
-            item = parse_line(line, self._where, number)
+            item = parse_line(line, self._where, number, header.version)
             if isinstance(item, MemoryRecord):
                 self._memories += 1
             else:

@@ -410,7 +410,7 @@ class StoreFront:
                 Nothing is written then.
         """
         self._check_writable()
-        ids = list(dict.fromkeys(check_ids(old_ids)))
+        ids = list(dict.fromkeys(check_ids(old_ids, "old_ids")))
         if not ids:
             raise InvalidArgumentError("old_ids must name at least one memory to supersede")
         check_optional_text(reason, "reason")

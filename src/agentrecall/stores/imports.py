@@ -21,9 +21,10 @@ from agentrecall.types import MemoryRecord, MemoryVersion
 
 VersionRow = tuple[str | int | None, ...]
 """A version as a history row: ``(memory id, content, metadata JSON, changed_at, change,
-reason)``, with the scope's key inserted after the id by a backend that keys rows by scope."""
+reason, created_at, invalidated_at, superseded_by, valid_from, valid_until)``, with the scope's
+key inserted after the id by a backend that keys rows by scope."""
 ScopeIds = tuple[str | None, str | None, str | None]
-CHANGES = ("update", "delete", "expire")
+CHANGES = ("update", "delete", "expire", "supersede")
 """The kinds of change that replace a version (``MemoryVersion.change``)."""
 # Metadata was checked to be a finite, acyclic JSON object (see compact_encoder).
 encode = compact_encoder()
@@ -38,10 +39,22 @@ def check_import_record(index: int, record: MemoryRecord) -> None:
     if _plainly_usable(record):
         return
     where = check_record(index, record)
-    for field in ("created_at", "updated_at", "expires_at"):
+    for field in ("created_at", "updated_at", "expires_at", *_MOMENTS):
         value = getattr(record, field)
         if value is not None or field == "created_at":
             _check_time(where, field, value)
+    _check_successor(where, record.superseded_by)
+
+
+_MOMENTS = ("invalidated_at", "valid_from", "valid_until")
+"""The optional times of a record, besides ``updated_at`` and ``expires_at``."""
+
+
+def _check_successor(where: str, successor: object) -> None:
+    if successor is not None and not (isinstance(successor, str) and successor.strip()):
+        raise InvalidArgumentError(
+            f"{where}: superseded_by must be None or a non-blank string, got {successor!r}"
+        )
 
 
 def _plainly_usable(record: object) -> bool:
@@ -68,14 +81,17 @@ def _plainly_usable(record: object) -> bool:
         and _stored_time(created) is not None
         and (updated is None or (type(updated) is str and _stored_time(updated) is not None))
         and (expires is None or (type(expires) is str and _stored_time(expires) is not None))
+        and record.invalidated_at is None
+        and record.superseded_by is None
+        and record.valid_from is None
+        and record.valid_until is None
     )
 
 
 def version_row(index: int, version: MemoryVersion) -> VersionRow:
     """Check one version of an import and return its history row, without the scope.
 
-    The row is ``(id, content, metadata, changed_at, change, reason)``; messages give the
-    version's index.
+    The row is :data:`VersionRow` without the scope; messages give the version's index.
     """
     where = f"version {index}"
     if not isinstance(version.memory_id, str) or not version.memory_id.strip():
@@ -89,6 +105,10 @@ def version_row(index: int, version: MemoryVersion) -> VersionRow:
         )
     if version.reason is not None and not isinstance(version.reason, str):
         raise InvalidArgumentError(f"{where}: reason must be a string or None")
+    for field in ("created_at", *_MOMENTS):
+        if getattr(version, field) is not None:
+            _check_time(where, field, getattr(version, field))
+    _check_successor(where, version.superseded_by)
     metadata = version.metadata
     return (
         version.memory_id,
@@ -97,6 +117,11 @@ def version_row(index: int, version: MemoryVersion) -> VersionRow:
         version.changed_at,
         version.change,
         version.reason,
+        version.created_at,
+        version.invalidated_at,
+        version.superseded_by,
+        version.valid_from,
+        version.valid_until,
     )
 
 

@@ -6,6 +6,7 @@ import asyncio
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any, ClassVar, TypeVar
 
 from agentrecall._internal import forks
@@ -36,6 +37,8 @@ from agentrecall.stores.jsonrecords import RecordSet
 from agentrecall.types import AddResult, JsonObject, MemoryEntry, MemoryRecord
 
 T = TypeVar("T")
+
+Moment = datetime | str | None
 
 DEFAULT_MAX_SEARCH_RESULTS = 10
 
@@ -81,6 +84,10 @@ class JsonFileStore:
       written back with the same escape, and a memory whose id holds one can be fetched
       and deleted by that id.
     * ``get``, ``delete``, ``list``, ``count``, ``clear`` and the batch ``add_many``.
+    * Facts that change (``supersede``, and the ``as_of``, ``valid_at``, ``include_superseded``,
+      ``valid_from`` and ``valid_until`` arguments) have no place in the file format: they
+      raise :class:`~agentrecall.errors.InvalidArgumentError` naming the stores that keep
+      them (``SQLiteStore``, ``PostgresStore``), before anything is read or written.
     * File I/O runs in worker threads, never on the event loop.
     * A store may be used across ``os.fork()``: a fork waits for the store's call in
       progress, so a child starts with the store idle and holds none of its locks.
@@ -174,7 +181,13 @@ class JsonFileStore:
         return self._path
 
     async def search(
-        self, query: str, options: Mapping[str, Any] | None = None
+        self,
+        query: str,
+        options: Mapping[str, Any] | None = None,
+        *,
+        as_of: Moment = None,
+        valid_at: Moment = None,
+        include_superseded: bool = False,
     ) -> list[MemoryEntry]:
         """Return the memories that share words with ``query``, best first.
 
@@ -183,13 +196,17 @@ class JsonFileStore:
                 reads nothing.
             options: ``{"max_search_results": n}`` caps the hits for this call; without it the
                 store's ``max_search_results`` applies, else 10.
+            as_of: refused (see :meth:`supersede`).
+            valid_at: refused (see :meth:`supersede`).
+            include_superseded: refused when ``True`` (see :meth:`supersede`).
 
         Raises:
-            InvalidArgumentError: ``query`` is not a string, ``options`` is not a mapping, or
-                the limit is not an integer from 1 to 2**63 - 1.
+            InvalidArgumentError: ``query`` is not a string, ``options`` is not a mapping, the
+                limit is not an integer from 1 to 2**63 - 1, or a refused argument is given.
             InvalidFileError: the file exists but cannot be parsed.
             StorageError: the file cannot be read.
         """
+        self._refuse_changes(as_of=as_of, valid_at=valid_at, include_superseded=include_superseded)
         requested = requested_limit(options)
         if not isinstance(query, str):
             raise InvalidArgumentError(f"query must be a string, got {type(query).__name__}")
@@ -199,19 +216,29 @@ class JsonFileStore:
             return []
         return await self._offload(self._search_blocking, tokens, limit)
 
-    async def add(self, content: str, metadata: JsonObject | None = None) -> AddResult:
+    async def add(
+        self,
+        content: str,
+        metadata: JsonObject | None = None,
+        *,
+        valid_from: Moment = None,
+        valid_until: Moment = None,
+    ) -> AddResult:
         """Keep ``content`` with optional ``metadata`` and return its id.
 
         Content equal to a stored memory's once both are stripped of outer whitespace is not
         stored again: the existing id comes back and the new metadata is dropped. Content is
-        stored exactly as given, whitespace included.
+        stored exactly as given, whitespace included. ``valid_from`` and ``valid_until`` are
+        refused (see :meth:`supersede`).
 
         Raises:
             InvalidArgumentError: the store is not writable, ``content`` is blank or not a
-                string, ``metadata`` is not a JSON object, or either holds a lone surrogate.
+                string, ``metadata`` is not a JSON object, either holds a lone surrogate, or
+                a world time is given.
             InvalidFileError: the file exists but cannot be parsed (it is left unchanged).
             StorageError: the file cannot be read or written.
         """
+        self._refuse_changes(valid_from=valid_from, valid_until=valid_until)
         return (await self.add_many([(content, metadata)]))[0]
 
     async def add_many(self, items: Iterable[tuple[str, JsonObject | None]]) -> list[AddResult]:
@@ -252,16 +279,20 @@ class JsonFileStore:
             return 0
         return await self._offload(self._write_blocking, _Importer(batch))
 
-    async def get(self, memory_id: str) -> MemoryRecord | None:
+    async def get(
+        self, memory_id: str, *, as_of: Moment = None, include_superseded: bool = False
+    ) -> MemoryRecord | None:
         r"""Return the memory with ``memory_id``, or ``None``.
 
         Any string is looked up, one with a lone surrogate too: a file another program wrote
         may hold such an id (as a JSON escape, ``"\ud800"``), and what :meth:`list` shows
-        can be fetched.
+        can be fetched. ``as_of`` and ``include_superseded`` are refused (see
+        :meth:`supersede`).
 
         Raises:
-            InvalidArgumentError: ``memory_id`` is not a string.
+            InvalidArgumentError: ``memory_id`` is not a string, or a refused argument is given.
         """
+        self._refuse_changes(as_of=as_of, include_superseded=include_superseded)
         check_id(memory_id, encodable=False)
         return await self._offload(self._get_blocking, memory_id)
 
@@ -305,23 +336,67 @@ class JsonFileStore:
         self._check_writable()
         return await self._offload(self._delete_blocking, _Remover(None))
 
-    async def list(self, *, offset: int = 0, limit: int | None = None) -> RecordList:
+    async def list(
+        self,
+        *,
+        offset: int = 0,
+        limit: int | None = None,
+        as_of: Moment = None,
+        valid_at: Moment = None,
+        include_superseded: bool = False,
+    ) -> RecordList:
         """Return memories in the file's order, skipping ``offset`` and returning at most ``limit``.
 
         That is the order they were added, oldest first, unless the file was edited by hand or
         took imported records (which keep the order they came in, whatever their times).
+        ``as_of``, ``valid_at`` and ``include_superseded`` are refused (see :meth:`supersede`).
 
         Raises:
-            InvalidArgumentError: ``offset`` is not an integer from 0 to 2**63 - 1, or
-                ``limit`` not ``None`` or an integer from 1 to 2**63 - 1.
+            InvalidArgumentError: ``offset`` is not an integer from 0 to 2**63 - 1,
+                ``limit`` not ``None`` or an integer from 1 to 2**63 - 1, or a refused
+                argument is given.
         """
+        self._refuse_changes(as_of=as_of, valid_at=valid_at, include_superseded=include_superseded)
         check_offset(offset)
         check_limit(limit, "limit")
         return await self._offload(self._list_blocking, offset, limit)
 
-    async def count(self) -> int:
-        """Return how many memories the store holds (served from the cache, as searches are)."""
+    async def count(
+        self,
+        *,
+        as_of: Moment = None,
+        valid_at: Moment = None,
+        include_superseded: bool = False,
+    ) -> int:
+        """Return how many memories the store holds (served from the cache, as searches are).
+
+        ``as_of``, ``valid_at`` and ``include_superseded`` are refused (see :meth:`supersede`).
+        """
+        self._refuse_changes(as_of=as_of, valid_at=valid_at, include_superseded=include_superseded)
         return await self._offload(self._count_blocking)
+
+    async def supersede(
+        self,
+        old_ids: Iterable[str],
+        content: str,
+        *,
+        metadata: JsonObject | None = None,
+        valid_from: Moment = None,
+        valid_until: Moment = None,
+        reason: str | None = None,
+    ) -> AddResult:
+        """Refuse: the Strands file format keeps no retired memories, history or world time.
+
+        A memory retired by a newer one stays in the store, hidden from recall, and reads can
+        go back to any moment (``as_of``), or keep to what was true in the world then
+        (``valid_at``): only stores declaring ``Capability.SUPERSEDE`` do that, which
+        ``SQLiteStore`` and ``PostgresStore`` do. Here ``delete`` and ``add`` replace a fact,
+        forgetting the old one.
+
+        Raises:
+            InvalidArgumentError: always, naming those stores; nothing is read or written.
+        """
+        raise self._unsupported(["supersede"])
 
     async def aclose(self) -> None:
         """Drop the records cached from the file and end the store.
@@ -350,6 +425,22 @@ class JsonFileStore:
 
     def _renew(self) -> None:
         self._mutex = threading.Lock()
+
+    def _refuse_changes(self, **arguments: object) -> None:
+        """Refuse the arguments given (neither ``None`` nor ``False``) of facts that change."""
+        given = [
+            key for key, value in arguments.items() if value is not None and value is not False
+        ]
+        if given:
+            raise self._unsupported(given)
+
+    def _unsupported(self, given: Sequence[str]) -> InvalidArgumentError:
+        """The error for what only stores keeping facts that change take, naming them."""
+        return InvalidArgumentError(
+            f"store '{self.name}' (JsonFileStore) does not support {', '.join(given)}: the "
+            "Strands file format keeps no retired memories, history or world time "
+            "(Capability.SUPERSEDE); SQLiteStore and PostgresStore do"
+        )
 
     def _check_writable(self) -> None:
         if not self.writable:
@@ -509,6 +600,19 @@ def _checked_record(index: int, record: MemoryRecord) -> MemoryRecord:
         raise InvalidArgumentError(
             f"{where} expires at {record.expires_at!r}, which a JSON memory file cannot hold; "
             "keep it in an SQLite store, or clear its expires_at to keep it for good"
+        )
+    if record.invalidated_at is not None or record.superseded_by is not None:
+        # Stored without them, a retired memory would be recalled as current again.
+        raise InvalidArgumentError(
+            f"{where} was retired by memory {record.superseded_by!r} at "
+            f"{record.invalidated_at!r}, which a JSON memory file cannot hold; keep it in an "
+            "SQLiteStore or a PostgresStore, or leave it out"
+        )
+    if record.valid_from is not None or record.valid_until is not None:
+        raise InvalidArgumentError(
+            f"{where} says when its fact was true (valid_from={record.valid_from!r}, "
+            f"valid_until={record.valid_until!r}), which a JSON memory file cannot hold; keep "
+            "it in an SQLiteStore or a PostgresStore, or clear valid_from and valid_until"
         )
     return record
 

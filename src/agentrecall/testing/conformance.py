@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from agentrecall.testing._contract_base import TIMESTAMP, StoreFactory
 from agentrecall.testing._contract_capabilities import CapabilityContract
+from agentrecall.testing._contract_changes import ChangesContract
 from agentrecall.testing._contract_closing import ClosingContract
 from agentrecall.testing._contract_core import CoreContract
 from agentrecall.testing._contract_import import ImportContract
@@ -51,7 +52,12 @@ __all__ = ["SYNONYMS", "TIMESTAMP", "StoreContract", "StoreFactory"]
 
 
 class StoreContract(
-    ClosingContract, SemanticContract, ImportContract, CapabilityContract, CoreContract
+    ClosingContract,
+    ChangesContract,
+    SemanticContract,
+    ImportContract,
+    CapabilityContract,
+    CoreContract,
 ):
     """The whole contract; subclass it as ``Test<YourStore>`` and provide ``make_store``.
 

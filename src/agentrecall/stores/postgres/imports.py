@@ -23,6 +23,7 @@ from agentrecall.stores.postgres.termcounts import TermCounts, Terms, tally
 from agentrecall.stores.postgres.writes import (
     COPY_AFTER,
     SKIP_HELD,
+    VERSION_FIELDS,
     Chunk,
     Row,
     built,
@@ -55,12 +56,14 @@ class ImportRows:
             checks.check_import_record(index, item)
             where = f" (record {index})"
             check_storable_ids(item, "id", where)
+            check_storable(item.superseded_by, f"superseded_by{where}")
             computed, found = new_row_terms(item.content, item.metadata, where)
             if item.expires_at is not None and item.expires_at <= self.now:
                 continue
             text, key, encoded, tsv, length = computed
             times = (item.created_at, item.updated_at, item.expires_at)
-            rows.append((item.id, text, key, encoded, *times, tsv, length))
+            changes = (item.invalidated_at, item.superseded_by, item.valid_from, item.valid_until)
+            rows.append((item.id, text, key, encoded, *times, tsv, length, *changes))
             terms.setdefault(key, found)
         if not self.counted:
             return Chunk(rows, {}, Counter())
@@ -107,8 +110,8 @@ async def import_versions(
 ) -> int:
     """Append copies of replaced versions to the history; return how many were new.
 
-    Of ``n`` identical versions (memory, scope, content, metadata, time, change, reason) only
-    as many as the history lacks are added.
+    Of ``n`` identical versions (memory, scope, content, metadata, time, change, reason and
+    the memory's times and successor) only as many as the history lacks are added.
     """
     runs = checks.scope_runs(view, versions, MemoryVersion, "version")
     rows = [checks.version_row(index, version) for index, version in enumerate(versions)]
@@ -119,6 +122,7 @@ async def import_versions(
         check_storable(version.content, f"content{where}")
         check_storable(version.metadata, f"metadata{where}")
         check_storable(version.reason, f"reason{where}")
+        check_storable(version.superseded_by, f"superseded_by{where}")
         check_storable_ids(version, "memory_id", where)
         if version.metadata is not None:
             rows[index] = (*rows[index][:2], jsonb_text(version.metadata), *rows[index][3:])
@@ -131,7 +135,10 @@ async def import_versions(
         cursor = await connection.execute(
             f"SELECT count(*) FROM {tables.history} WHERE store = %s AND id = %s AND scope = %s "
             "AND content = %s AND metadata IS NOT DISTINCT FROM %s::jsonb AND changed_at = %s "
-            "AND change = %s AND reason IS NOT DISTINCT FROM %s",
+            "AND change = %s AND reason IS NOT DISTINCT FROM %s "
+            "AND created_at IS NOT DISTINCT FROM %s AND invalidated_at IS NOT DISTINCT FROM %s "
+            "AND superseded_by IS NOT DISTINCT FROM %s AND valid_from IS NOT DISTINCT FROM %s "
+            "AND valid_until IS NOT DISTINCT FROM %s",
             [tables.store, *row],
         )
         found = await cursor.fetchone()
@@ -139,8 +146,8 @@ async def import_versions(
     fresh = checks.beyond_held(keyed, held)
     async with connection.cursor() as cursor:
         await cursor.executemany(
-            f"INSERT INTO {tables.history} (store, id, scope, content, metadata, changed_at, "
-            "change, reason) VALUES (%s, %s, %s, %s, %s::jsonb, %s, %s, %s)",
+            f"INSERT INTO {tables.history} ({VERSION_FIELDS}) "
+            "VALUES (%s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s)",
             [(tables.store, *row) for row in fresh],
         )
     return len(fresh)

@@ -37,7 +37,8 @@ version so, and reads show it so until then (:data:`~agentrecall.stores.records.
 
 EXPIRY_VERSION_COLUMNS = (
     f"m.content, m.metadata::text, {EXPIRED_AT}, 'expire'::text, NULL::text, m.id, "
-    "s.user_id, s.agent_id, s.session_id"
+    "s.user_id, s.agent_id, s.session_id, m.created_at, m.invalidated_at, m.superseded_by, "
+    "m.valid_from, m.valid_until"
 )
 """The columns of the version expiry makes of a memory, as ``VERSION_COLUMNS`` has them, over
 ``Tables.records``: what ``history`` shows of an expired memory no write has purged yet."""

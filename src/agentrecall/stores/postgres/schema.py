@@ -15,7 +15,7 @@ The tables:
 * ``scopes (scope, store, user_id, agent_id, session_id)``: each exact scope of a store, once
   (scope ids are never empty strings, so ``coalesce(id, '')`` tells "none" apart).
 * ``memories``: ``seq`` orders them (list order, ties in search); ``id`` is the public id,
-  unique per store; ``(scope, content_hash)`` is unique, the dedup key: the 128-bit BLAKE2b
+  unique per store; ``(scope, content_hash)`` is unique among current memories, the dedup key: the 128-bit BLAKE2b
   digest of the stripped content (:func:`~agentrecall.stores.contentkeys.content_hash`), so
   concurrent adds of one content in one scope store it once, by ``ON CONFLICT``. ``terms`` is
   the content's terms as :func:`~agentrecall.retrieval.keywords.keyword_terms` reads them, with
@@ -46,6 +46,10 @@ The tables:
   (:mod:`~agentrecall.stores.postgres.pictographs`).
 * ``long_terms (content_hash, term, n)`` (migration 8): the term counts of long contents, by
   digest (:mod:`~agentrecall.stores.postgres.longterms`).
+* Since migration 9 a memory has ``invalidated_at`` and ``superseded_by`` (set when a newer
+  memory retires it; it stays in ``memories``) and ``valid_from``/``valid_until`` (world
+  time); a version keeps those and the memory's ``created_at`` too. The dedup key covers
+  current memories only (``WHERE invalidated_at IS NULL``).
 """
 
 from __future__ import annotations
@@ -461,6 +465,98 @@ MIGRATIONS: list[Migration] = [
     # The term counts of long contents, kept so that ranking a long memory reads a few counts
     # instead of counting its text at every search (stores/postgres/longterms.py).
     long_term_counts,
+    # Facts that change: a memory retired by a newer one (supersede) stays, with when and by
+    # which; world time (valid_from, valid_until); each version keeps the row's new fields and
+    # its created_at (filled from the memory where it still exists, for as_of reads). Dedup
+    # is among current memories only, so the content of a retired memory may come back as a
+    # new one: the key becomes partial, and add_memory names its predicate (and reads only a
+    # current holder). The chain is followed by superseded_by both ways; as_of reads the
+    # versions changed after a moment.
+    """
+    ALTER TABLE {schema}.memories ADD COLUMN invalidated_at text COLLATE "C",
+        ADD COLUMN superseded_by text COLLATE "C", ADD COLUMN valid_from text COLLATE "C",
+        ADD COLUMN valid_until text COLLATE "C";
+    ALTER TABLE {schema}.history ADD COLUMN created_at text COLLATE "C",
+        ADD COLUMN invalidated_at text COLLATE "C", ADD COLUMN superseded_by text COLLATE "C",
+        ADD COLUMN valid_from text COLLATE "C", ADD COLUMN valid_until text COLLATE "C";
+    UPDATE {schema}.history AS h SET created_at = m.created_at FROM {schema}.memories AS m
+        WHERE m.store = h.store AND m.id = h.id;
+    DROP INDEX {schema}.memories_dedup;
+    CREATE UNIQUE INDEX memories_dedup ON {schema}.memories (scope, content_hash)
+        WHERE invalidated_at IS NULL;
+    CREATE INDEX memories_successor ON {schema}.memories (store, superseded_by)
+        WHERE superseded_by IS NOT NULL;
+    CREATE INDEX history_successor ON {schema}.history (store, superseded_by)
+        WHERE superseded_by IS NOT NULL;
+    CREATE INDEX history_changed ON {schema}.history (store, changed_at)
+        WHERE change <> 'supersede';
+    CREATE OR REPLACE FUNCTION {schema}.add_memory(
+        a_store integer, a_scope bigint, a_id text, a_content text, a_hash bytea,
+        a_metadata jsonb, a_created text, a_updated text, a_expires text, a_terms tsvector,
+        a_length integer, a_now text
+    ) RETURNS text LANGUAGE plpgsql
+    SET plan_cache_mode = force_generic_plan SET search_path = pg_catalog, pg_temp AS $$
+    DECLARE
+        held text;
+        until text;
+        chosen integer;
+        lexemes text[];
+        known text[];
+    BEGIN
+        IF (
+            SELECT min(m.expires_at) FROM {schema}.memories AS m
+            WHERE m.store = a_store AND m.expires_at IS NOT NULL
+        ) <= a_now THEN
+            RETURN NULL;
+        END IF;
+        PERFORM set_config('agentrecall.counted_by_writer', 'on', true);
+        INSERT INTO {schema}.memories AS m (store, scope, id, content, content_hash, metadata,
+            created_at, updated_at, expires_at, terms, length)
+        VALUES (a_store, a_scope, a_id, a_content, a_hash, a_metadata, a_created, a_updated,
+            a_expires, a_terms, a_length)
+        ON CONFLICT (scope, content_hash) WHERE invalidated_at IS NULL DO NOTHING
+        RETURNING m.id INTO held;
+        PERFORM set_config('agentrecall.counted_by_writer', 'off', true);
+        IF held IS NULL THEN
+            SELECT m.id, m.expires_at INTO held, until FROM {schema}.memories AS m
+            WHERE m.scope = a_scope AND m.content_hash = a_hash AND m.invalidated_at IS NULL
+            AND (m.expires_at IS NULL OR m.expires_at > a_now);
+            IF until IS NULL OR (a_expires IS NOT NULL AND a_expires <= until COLLATE "C") THEN
+                RETURN held;
+            END IF;
+            PERFORM set_config('agentrecall.counted_by_writer', 'on', true);
+            UPDATE {schema}.memories AS m
+            SET expires_at = CASE WHEN m.expires_at IS NULL OR a_expires IS NULL THEN NULL
+                ELSE greatest(m.expires_at, a_expires) END
+            WHERE m.store = a_store AND m.id = held
+            AND (m.expires_at IS NULL OR m.expires_at > a_now)
+            RETURNING m.id INTO held;
+            PERFORM set_config('agentrecall.counted_by_writer', 'off', true);
+            RETURN held;
+        END IF;
+        chosen := {schema}.write_shard();
+        UPDATE {schema}.store_stats AS s
+        SET memories = s.memories + 1, terms = s.terms + a_length
+        WHERE s.store = a_store AND s.shard = chosen;
+        IF NOT FOUND THEN
+            INSERT INTO {schema}.store_stats (store, shard, memories, terms)
+            VALUES (a_store, chosen, 1, a_length);
+        END IF;
+        lexemes := tsvector_to_array(a_terms);
+        WITH counted AS (
+            UPDATE {schema}.term_stats AS s SET memories = s.memories + 1
+            WHERE s.store = a_store AND s.term = ANY (lexemes) AND s.shard = chosen
+            RETURNING s.term
+        )
+        SELECT coalesce(array_agg(term), '{}') INTO known FROM counted;
+        IF cardinality(known) < cardinality(lexemes) THEN
+            INSERT INTO {schema}.term_stats (store, term, shard, memories)
+            SELECT a_store, t.term, chosen, 1 FROM unnest(lexemes) AS t (term)
+            WHERE t.term <> ALL (known);
+        END IF;
+        RETURN held;
+    END $$;
+    """,
 ]
 
 

@@ -38,6 +38,7 @@ from agentrecall.stores.postgres import (
     reads,
     reindex,
     search,
+    supersede,
     vectors,
     writes,
 )
@@ -423,7 +424,11 @@ class PostgresStore(front.StoreFront):
     # --- the hooks of StoreFront ----------------------------------------------------------
 
     async def _add(
-        self, items: front.Items, expires_at: str | None, checked: bool
+        self,
+        items: front.Items,
+        expires_at: str | None,
+        checked: bool,
+        validity: front.Validity = front.UNSAID,
     ) -> front.AddResults:
         found = None
         if self._vectors is not None:
@@ -431,9 +436,9 @@ class PostgresStore(front.StoreFront):
             if not checked:
                 check_items(items)
             checked, found = True, await self._prepare([content for content, _ in items])
-        new = writes.NewMemories(items, utc_timestamp(), expires_at, checked)
+        new = writes.NewMemories(items, utc_timestamp(), expires_at, checked, validity)
         long = await self._counted([content for content, _ in items])
-        if len(items) == 1 and found is None and not long:
+        if len(items) == 1 and found is None and not long and validity == front.UNSAID:
             return [await self._add_alone(new)]
         known = self._shared.scopes
         # COPY, which larger batches use, cannot run in pipeline mode.
@@ -450,6 +455,23 @@ class PostgresStore(front.StoreFront):
             long=long,
         )
         return await self._indexed_after(len(items) if found else 0, write)
+
+    async def _supersede(self, call: front.Supersession) -> AddResult:
+        check_storable(call.reason, "reason")
+        items = [(call.content, call.metadata)]
+        found = await self._prepare([call.content])
+        # The time of the call: the new memory's created_at and the old ones' retirement.
+        new = writes.NewMemories(items, utc_timestamp(), call.expires_at, True, call.validity)
+        return await self._write(
+            supersede.supersede,
+            self._scope,
+            new,
+            call,
+            found,
+            self._shared.scopes,
+            model=found is not None,
+            long=await self._counted([call.content]),
+        )
 
     async def _add_alone(self, new: writes.NewMemories) -> AddResult:
         """Add one memory without a vector in one statement (:func:`.writes.add_alone`)."""

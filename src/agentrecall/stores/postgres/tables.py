@@ -105,22 +105,68 @@ class Tables:
         return " AND ".join(parts), params
 
     def where(self, found: Conditions, now: str) -> tuple[str, Params]:
-        """Return the conditions every read applies over ``m``: scope, expiry, filter, bounds."""
+        """Return the conditions every read applies over ``m``: scope, expiry, filter, bounds.
+
+        Also the three moments: by default only current memories (``invalidated_at IS
+        NULL``: one more test of a row the read fetches anyway, so plans do not change);
+        with ``as_of``, the live part of the store at that moment (:meth:`live_at`).
+        """
+        parts, params = self.common(found)
+        if found.as_of is not None:
+            live, values = live_at(found.as_of)
+            return " AND ".join([*parts, live]), [*params, *values]
+        parts.append("(m.expires_at IS NULL OR m.expires_at > %s)")
+        params.append(now)
+        if not found.include_superseded:
+            parts.append("m.invalidated_at IS NULL")
+        return " AND ".join(parts), params
+
+    def common(self, found: Conditions) -> tuple[list[str], Params]:
+        """Return the conditions over ``m`` that hold for rows and versions alike.
+
+        The scope, the filter, the time bounds, ``valid_at``, and with ``as_of`` the test of
+        retirement at that moment (unless ``include_superseded``); not expiry.
+        """
         where, params = self.scope_where(found.scope, "m")
         more, values = found.filter_and_bounds(_metadata_filter, "%s")
-        parts = [where, "(m.expires_at IS NULL OR m.expires_at > %s)", *more]
-        return " AND ".join(parts), [*params, now, *values]
+        parts = [where, *more]
+        params += values
+        if found.valid_at is not None:
+            parts.append(
+                "(m.valid_from IS NULL OR m.valid_from <= %s) "
+                "AND (m.valid_until IS NULL OR m.valid_until > %s)"
+            )
+            params += [found.valid_at, found.valid_at]
+        if found.as_of is not None and not found.include_superseded:
+            parts.append("(m.invalidated_at IS NULL OR m.invalidated_at > %s)")
+            params.append(found.as_of)
+        return parts, params
+
+
+def live_at(moment: str) -> tuple[str, Params]:
+    """Return the test over ``m`` of a row of ``memories`` that holds its state at ``moment``.
+
+    Created by then, not updated since (an update after it left that state in the history),
+    not expired by then. A row retired after ``moment`` still has its content of then.
+    """
+    return (
+        "m.created_at <= %s AND (m.updated_at IS NULL OR m.updated_at <= %s) "
+        "AND (m.expires_at IS NULL OR m.expires_at > %s)",
+        [moment, moment, moment],
+    )
 
 
 RECORD_COLUMNS = (
     "m.id, m.content, m.metadata::text, m.created_at, m.updated_at, m.expires_at, "
-    "s.user_id, s.agent_id, s.session_id"
+    "s.user_id, s.agent_id, s.session_id, m.invalidated_at, m.superseded_by, m.valid_from, "
+    "m.valid_until"
 )
 """The columns :func:`agentrecall.stores.records.record` reads, over ``Tables.records``."""
 
 VERSION_COLUMNS = (
     "h.content, h.metadata::text, h.changed_at, h.change, h.reason, h.id, "
-    "s.user_id, s.agent_id, s.session_id"
+    "s.user_id, s.agent_id, s.session_id, h.created_at, h.invalidated_at, h.superseded_by, "
+    "h.valid_from, h.valid_until"
 )
 """The columns :func:`agentrecall.stores.records.version` reads, over ``Tables.versions``."""
 

@@ -26,7 +26,7 @@ from agentrecall._internal.checks import check_item
 from agentrecall._internal.clock import utc_timestamp
 from agentrecall._internal.ids import new_time_ordered_ids
 from agentrecall.errors import InvalidArgumentError
-from agentrecall.stores.front import Change
+from agentrecall.stores.front import UNSAID, Change, Validity
 from agentrecall.stores.postgres import vectors
 from agentrecall.stores.postgres.reads import EXPIRED_AT
 from agentrecall.stores.postgres.rows import new_row, new_row_terms
@@ -38,17 +38,37 @@ from agentrecall.types import AddResult, JsonObject, MemoryRecord
 
 Row = tuple[Any, ...]
 """A memory to insert: ``(id, content, content_hash, metadata, created_at, updated_at,
-expires_at, terms, length)``."""
+expires_at, terms, length, invalidated_at, superseded_by, valid_from, valid_until)``."""
+
+RETIRED = 9
+"""Where a :data:`Row` holds its ``invalidated_at``: a retired row never dedups."""
 
 COPY_AFTER = 1_000
 """Batches larger than this go through ``COPY`` into a temporary table."""
 
-COLUMNS = "id, content, content_hash, metadata, created_at, updated_at, expires_at, terms, length"
-_TYPES = ("text", "text", "bytea", "jsonb", "text", "text", "text", "tsvector", "integer")
+COLUMNS = (
+    "id, content, content_hash, metadata, created_at, updated_at, expires_at, terms, length, "
+    "invalidated_at, superseded_by, valid_from, valid_until"
+)
+_TYPES = (
+    "text",
+    "text",
+    "bytea",
+    "jsonb",
+    "text",
+    "text",
+    "text",
+    "tsvector",
+    "integer",
+    "text",
+    "text",
+    "text",
+    "text",
+)
 
 
-DEDUP = "ON CONFLICT (scope, content_hash) DO NOTHING"
-"""How an add skips a content its scope holds (a taken id still fails, as it must)."""
+DEDUP = "ON CONFLICT (scope, content_hash) WHERE invalidated_at IS NULL DO NOTHING"
+"""How an add skips a content its scope holds current (a taken id still fails, as it must)."""
 
 SKIP_HELD = "ON CONFLICT DO NOTHING"
 """How an import skips a content its scope holds and an id the store holds."""
@@ -56,10 +76,17 @@ SKIP_HELD = "ON CONFLICT DO NOTHING"
 _EXPIRED = "m.store = %s AND m.expires_at IS NOT NULL AND m.expires_at <= %s"
 """The condition (over ``m``, with the store and the time) of memories due to expire."""
 
+VERSION_FIELDS = (
+    "store, id, scope, content, metadata, changed_at, change, reason, created_at, "
+    "invalidated_at, superseded_by, valid_from, valid_until"
+)
+"""The columns of a history row a write fills."""
+
 _KEEP = (
-    "INSERT INTO {history} (store, id, scope, content, metadata, changed_at, change, reason) "
+    f"INSERT INTO {{history}} ({VERSION_FIELDS}) "
     "SELECT m.store, m.id, m.scope, m.content, m.metadata, "
-    f"CASE WHEN k.change = 'expire' THEN {EXPIRED_AT} ELSE k.at END, k.change, k.reason "
+    f"CASE WHEN k.change = 'expire' THEN {EXPIRED_AT} ELSE k.at END, k.change, k.reason, "
+    "m.created_at, m.invalidated_at, m.superseded_by, m.valid_from, m.valid_until "
     "FROM gone AS m, (SELECT %s::text AS at, %s::text AS change, %s::text AS reason) AS k "
     "ORDER BY m.seq"
 )
@@ -102,6 +129,7 @@ class NewMemories:
     now: str
     expires_at: str | None
     checked: bool
+    validity: Validity = UNSAID
 
     @property
     def bulk(self) -> bool:
@@ -120,9 +148,9 @@ class NewMemories:
                 check_item(content, metadata, where)
             computed, found = new_row_terms(content, metadata, where)
             text, key, encoded, tsv, length = computed
-            rows.append(
-                (memory_id, text, key, encoded, self.now, None, self.expires_at, tsv, length)
-            )
+            times = (self.now, None, self.expires_at)
+            world = (self.validity.valid_from, self.validity.valid_until)
+            rows.append((memory_id, text, key, encoded, *times, tsv, length, None, None, *world))
             terms.setdefault(key, found)
         if not self.bulk:
             return Chunk(rows, {}, Counter())
@@ -204,7 +232,7 @@ async def _settle(
     while missing := [key for key in first if key not in held]:
         cursor = await connection.execute(
             f"SELECT content_hash, id FROM {tables.memories} "
-            "WHERE scope = %s AND content_hash = ANY(%s)",
+            "WHERE scope = %s AND content_hash = ANY(%s) AND invalidated_at IS NULL",
             [scope, missing],
         )
         held.update({bytes(key): memory_id for key, memory_id in await cursor.fetchall()})
@@ -235,7 +263,8 @@ async def add_alone(
     cursor = await connection.execute(
         f"SELECT {tables.schema}.add_memory(%s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s, "
         "%s::tsvector, %s, %s)",
-        [tables.store, scope, *row, now],
+        # The function predates world time: a row with some goes through add() instead.
+        [tables.store, scope, *row[:RETIRED], now],
     )
     found = await cursor.fetchone()
     if found is not None and found[0] is not None:
@@ -259,11 +288,12 @@ async def _add_purging(
         f"WITH gone AS (DELETE FROM {tables.memories} AS m WHERE {_EXPIRED} RETURNING m.*), "
         f"kept AS ({_KEEP.format(history=tables.history)} RETURNING 1), "
         f"added AS (INSERT INTO {tables.memories} (store, scope, {COLUMNS}) "
-        "SELECT %s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s::tsvector, %s "
+        "SELECT %s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s::tsvector, %s, %s, %s, %s, %s "
         # Reading the purge first: an expired copy of the content is gone before the insert.
         f"WHERE (SELECT count(*) FROM kept) >= 0 {DEDUP} RETURNING id) "
         f"SELECT id FROM added UNION ALL SELECT id FROM {tables.memories} "
-        "WHERE scope = %s AND content_hash = %s AND NOT EXISTS (SELECT FROM added)",
+        "WHERE scope = %s AND content_hash = %s AND invalidated_at IS NULL "
+        "AND NOT EXISTS (SELECT FROM added)",
         [tables.store, now, now, "expire", None, tables.store, scope, *row, scope, row[2]],
     )
     found = await cursor.fetchone()
@@ -379,9 +409,11 @@ async def _copied_directly(
     held, taken = await _held(connection, tables, scope, rows, by_id)
     fresh: list[Row] = []
     for row in rows:
-        if row[2] in held or row[0] in taken:
+        current = row[RETIRED] is None  # a retired row takes no part in dedup
+        if (current and row[2] in held) or row[0] in taken:
             continue
-        held.add(row[2])
+        if current:
+            held.add(row[2])
         if by_id:
             taken.add(row[0])
         fresh.append(row)
@@ -407,7 +439,8 @@ async def _held(
     """
     keys = " ".join(row[2].hex() for row in rows)
     query = (
-        f"SELECT content_hash, NULL FROM {tables.memories} WHERE scope = %s AND content_hash "
+        f"SELECT content_hash, NULL FROM {tables.memories} WHERE scope = %s "
+        "AND invalidated_at IS NULL AND content_hash "
         "= ANY(ARRAY(SELECT decode(h, 'hex') FROM unnest(string_to_array(%s, ' ')) AS h))"
     )
     params: list[object] = [scope, keys]
@@ -503,7 +536,7 @@ async def update(
     where, params = tables.scope_where(scope, "m")
     cursor = await connection.execute(
         f"SELECT m.seq, m.content, m.metadata::text FROM {tables.memories} AS m "
-        f"WHERE m.id = %s AND {where} FOR UPDATE",
+        f"WHERE m.id = %s AND {where} AND m.invalidated_at IS NULL FOR UPDATE",
         [memory_id, *params],
     )
     current = await cursor.fetchone()

@@ -27,6 +27,7 @@ from typing import Any
 
 from agentrecall.retrieval.plan import TermPlan
 from agentrecall.stores.scopes import Scope
+from agentrecall.stores.sqlite.moments import CANDIDATE_COLUMNS
 from agentrecall.stores.sqlite.narrowing import (
     NARROWED,
     Count,
@@ -43,14 +44,14 @@ from agentrecall.stores.sqlite.query import (
 )
 
 Row = Any
-"""A candidate: ``(seq, id, content, metadata)``."""
+"""A candidate: ``(seq, id, content, metadata, invalidated_at, superseded_by)``."""
 
 _PICK = (
-    "SELECT m.seq, m.id, m.content, m.metadata FROM ({candidates}) AS c "
+    f"SELECT {CANDIDATE_COLUMNS} FROM ({{candidates}}) AS c "
     "JOIN memories AS m ON m.seq = c.id WHERE {where}"
 )
 _CHECK = (
-    "SELECT m.seq, m.id, m.content, m.metadata FROM memories AS m "
+    f"SELECT {CANDIDATE_COLUMNS} FROM memories AS m "
     "WHERE m.seq IN (SELECT value FROM json_each(?)) AND {where}"
 )
 

@@ -1,7 +1,8 @@
 """Dedup in ``SQLiteStore``: which memory a new content duplicates, and the key it is kept under.
 
-Two memories of one scope are duplicates when their stripped contents are equal. The unique
-index ``memories_dedup (scope, content_hash)`` enforces it through a key per memory:
+Two current memories of one scope are duplicates when their stripped contents are equal (a
+memory retired by ``supersede`` duplicates nothing). The unique index ``memories_dedup (scope,
+content_hash)``, which holds the current memories only, enforces it through a key per memory:
 
 * normally the content's :func:`~agentrecall.stores.contentkeys.content_key`, a 64-bit
   integer, which keeps the index small and bulk inserts fast;
@@ -32,6 +33,7 @@ from agentrecall.stores.sqlite.tables import (
     insert_pipelined,
     insert_rows,
     insert_statement,
+    retired,
 )
 
 Row = Sequence[Any]
@@ -56,13 +58,14 @@ def has_collisions(db: sqlite3.Connection, scope: int) -> bool:
 def find_equal(
     db: sqlite3.Connection, scope: int, content: str, key: int, *, other_than: int | None = None
 ) -> str | None:
-    """Return the id of the memory of ``scope`` whose stripped content equals ``content``'s.
+    """Return the id of the current memory of ``scope`` whose stripped content equals ``content``'s.
 
     ``key`` is ``content``'s integer key; the memory with row number ``other_than`` is ignored.
     """
     stripped = content.strip()
     rows = db.execute(
-        "SELECT seq, id, content FROM memories WHERE scope = ? AND content_hash IN (?, ?)",
+        "SELECT seq, id, content FROM memories "
+        "WHERE scope = ? AND content_hash IN (?, ?) AND invalidated_at IS NULL",
         (scope, key, content_hash(content)),
     ).fetchall()
     for seq, memory_id, held in rows:
@@ -79,7 +82,8 @@ def free_key(
     Call only once :func:`find_equal` found no duplicate.
     """
     holder = db.execute(
-        "SELECT seq FROM memories WHERE scope = ? AND content_hash = ?", (scope, key)
+        "SELECT seq FROM memories WHERE scope = ? AND content_hash = ? AND invalidated_at IS NULL",
+        (scope, key),
     ).fetchone()
     if holder is None or holder[0] == other_than:
         return key
@@ -89,16 +93,18 @@ def free_key(
 def add_checked(
     db: sqlite3.Connection, scope: int, insert: str, row: Row
 ) -> tuple[str | None, int | None]:
-    """Insert ``row`` with ``insert`` unless its content is in ``scope`` already.
+    """Insert ``row`` with ``insert`` unless its content is current in ``scope`` already.
 
     Returns ``(id of the memory holding the content, row number if inserted)``; the id is
     ``None`` when the insert skipped the row for another reason (an import whose id is taken).
+    A retired row (imported) is inserted as it is: it dedups with nothing.
     """
-    equal = find_equal(db, scope, row[1], row[2])
-    if equal is not None:
-        return equal, None
     values = list(row)
-    values[2] = free_key(db, scope, row[1], row[2])
+    if not retired(row):
+        equal = find_equal(db, scope, row[1], row[2])
+        if equal is not None:
+            return equal, None
+        values[2] = free_key(db, scope, row[1], row[2])
     cursor = db.execute(insert, values)
     if cursor.rowcount != 1:
         return None, None
@@ -144,7 +150,7 @@ def settle(
         marks = ", ".join("?" * len(chunk))
         for seq, memory_id, content, key in db.execute(
             "SELECT seq, id, content, content_hash FROM memories "
-            f"WHERE scope = ? AND content_hash IN ({marks})",
+            f"WHERE scope = ? AND content_hash IN ({marks}) AND invalidated_at IS NULL",
             [scope, *chunk],
         ):
             holders[key] = (seq, memory_id, content)

@@ -46,7 +46,7 @@ class SnapshotSink(Protocol):
 
 
 def snapshot(connection: sqlite3.Connection, scope: Scope, batch: int, sink: SnapshotSink) -> None:
-    """Hand ``sink`` every unexpired memory of ``scope`` and every version it keeps.
+    """Hand ``sink`` every unexpired memory of ``scope``, retired ones too, and every version.
 
     An expired memory that no write has moved to the history yet is handed on as the version
     its expiry makes, as :func:`~agentrecall.stores.sqlite.reads.history` shows it.
@@ -59,9 +59,14 @@ def snapshot(connection: sqlite3.Connection, scope: Scope, batch: int, sink: Sna
     """
     # One time for both: a memory expiring meanwhile is then a record or a version, once.
     now = utc_timestamp()
-    where, params = reads.conditions(Conditions(scope), now)
+    # Retired memories are kept, so they are exported too.
+    where, params = reads.conditions(Conditions(scope, include_superseded=True), now)
     history, history_params = scope_where(scope, "h")
-    memories = reads.count(connection, where, params)
+    memories = int(
+        connection.execute(f"SELECT count(*) FROM memories AS m WHERE {where}", params).fetchone()[
+            0
+        ]
+    )
     versions = connection.execute(
         f"SELECT count(*) FROM memory_history AS h WHERE {history}", history_params
     ).fetchone()[0]

@@ -28,6 +28,7 @@ from agentrecall.stores.imports import (
 from agentrecall.stores.scopes import Scope
 from agentrecall.stores.sqlite import vector_sql
 from agentrecall.stores.sqlite.dedup import insert_new
+from agentrecall.stores.sqlite.rows import ROW_FIELDS
 from agentrecall.stores.sqlite.tables import (
     Row,
     index_unindexed,
@@ -103,6 +104,10 @@ def import_row(index: int, record: MemoryRecord) -> ImportRow:
         record.created_at,
         record.updated_at,
         record.expires_at,
+        record.invalidated_at,
+        record.superseded_by,
+        record.valid_from,
+        record.valid_until,
         index_text(record.content),
     )
 
@@ -113,8 +118,8 @@ def import_versions(
     """Append copies of replaced versions to the history; return how many were new.
 
     A version identical to one the history holds (memory, scope, content, metadata, time,
-    change and reason) is taken for that one: of ``n`` identical versions in the call, only
-    as many as the history lacks are added.
+    change, reason and the memory's row fields it records) is taken for that one: of ``n``
+    identical versions in the call, only as many as the history lacks are added.
     """
     now = utc_timestamp()
     runs = scope_runs(scope, versions, MemoryVersion, "version")
@@ -130,7 +135,7 @@ def import_versions(
         fresh = _not_held(connection, keyed)
         connection.executemany(
             "INSERT INTO memory_history (id, scope, content, metadata, changed_at, change, "
-            "reason) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            f"reason, {ROW_FIELDS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             fresh,
         )
         return len(fresh)
@@ -156,7 +161,9 @@ def _not_held(connection: sqlite3.Connection, rows: Sequence[VersionRow]) -> lis
     for row in dict.fromkeys(rows):
         held[row] = connection.execute(
             "SELECT count(*) FROM memory_history WHERE id = ? AND scope = ? AND content = ? "
-            "AND metadata IS ? AND changed_at = ? AND change = ? AND reason IS ?",
+            "AND metadata IS ? AND changed_at = ? AND change = ? AND reason IS ? "
+            "AND created_at IS ? AND invalidated_at IS ? AND superseded_by IS ? "
+            "AND valid_from IS ? AND valid_until IS ?",
             row,
         ).fetchone()[0]
     return beyond_held(rows, held)

@@ -8,7 +8,7 @@ open connection and runs on the store's worker thread.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentrecall._internal.clock import utc_timestamp
@@ -18,6 +18,7 @@ from agentrecall.stores.records import EXPIRED_SEQ, Cursor, expired_from, versio
 from agentrecall.stores.records import record as to_record
 from agentrecall.stores.records import version as to_version
 from agentrecall.stores.scopes import Scope
+from agentrecall.stores.sqlite.moments import as_then, live_at, moment_conditions, past
 from agentrecall.stores.sqlite.query import scope_where
 from agentrecall.stores.sqlite.rows import (
     EXPIRED,
@@ -33,67 +34,129 @@ Params = list[object]
 
 
 def conditions(found: Conditions, now: str | None = None) -> tuple[str, Params]:
-    """Return the WHERE conditions every read applies: scope, expiry, filter, time bounds.
+    """Return the WHERE conditions every read of ``memories`` applies (over alias ``m``).
 
-    Memories expired at ``now`` (default: the current time) are left out.
+    Scope, current memories only unless ``include_superseded``, expiry, filter, time bounds,
+    world time. Memories expired at ``now`` (default: the current time) are left out; with
+    ``as_of``, these are the conditions of its live part (:mod:`.moments`), expiry included.
     """
     where, params = scope_where(found.scope, "m")
     more, values = found.filter_and_bounds(_metadata_filter, "?")
-    parts = [where, "(m.expires_at IS NULL OR m.expires_at > ?)", *more]
-    return " AND ".join(parts), [*params, now or utc_timestamp(), *values]
+    moments, moment_params = moment_conditions(found)
+    live, live_params = live_at(found)
+    moment = found.as_of or now or utc_timestamp()
+    parts = [where, *moments, "(m.expires_at IS NULL OR m.expires_at > ?)", *more, *live]
+    return " AND ".join(parts), [*params, *moment_params, moment, *values, *live_params]
 
 
 def _metadata_filter(filter: Mapping[str, Any]) -> tuple[str, Params]:
     return to_sql(filter, "m.metadata")
 
 
-def get(
-    connection: sqlite3.Connection, memory_id: str, where: str, params: Params
-) -> MemoryRecord | None:
-    """Return the memory with ``memory_id`` that meets ``where``, or ``None``."""
-    row = connection.execute(
-        f"SELECT {RECORD_COLUMNS} FROM {RECORDS} WHERE m.id = ? AND {where}",
-        [memory_id, *params],
-    ).fetchone()
-    return None if row is None else to_record(row)
+def get(connection: sqlite3.Connection, memory_id: str, found: Conditions) -> MemoryRecord | None:
+    """Return the memory with ``memory_id`` that meets ``found``, or ``None``."""
+    rows = _records(connection, found, "m.id = ?", [memory_id], "")
+    return rows[0] if rows else None
 
 
 def page(
-    connection: sqlite3.Connection, where: str, params: Params, offset: int, limit: int | None
+    connection: sqlite3.Connection, found: Conditions, offset: int, limit: int | None
 ) -> list[MemoryRecord]:
-    """Return the memories that meet ``where``, oldest first, from ``offset``, at most ``limit``."""
-    rows = connection.execute(
-        f"SELECT {RECORD_COLUMNS} FROM {RECORDS} WHERE {where} ORDER BY m.seq LIMIT ? OFFSET ?",
-        [*params, -1 if limit is None else limit, offset],
-    ).fetchall()
-    return [to_record(row) for row in rows]
+    """Return the memories that meet ``found`` from ``offset``, at most ``limit``.
+
+    Oldest row first; with ``as_of``, by ``created_at`` then id (some come from the history).
+    """
+    order = "ORDER BY 4, 1" if found.as_of is not None else "ORDER BY m.seq"
+    return _records(connection, found, "1", [], f"{order} LIMIT ? OFFSET ?", [limit or -1, offset])
 
 
-def count(connection: sqlite3.Connection, where: str, params: Params) -> int:
-    """Return how many memories meet ``where``."""
-    return int(
-        connection.execute(f"SELECT count(*) FROM memories AS m WHERE {where}", params).fetchone()[
-            0
-        ]
-    )
+def _records(
+    connection: sqlite3.Connection,
+    found: Conditions,
+    more: str,
+    values: Params,
+    tail: str,
+    tail_params: Sequence[object] = (),
+) -> list[MemoryRecord]:
+    """Return the records meeting ``found`` and ``more`` (over ``m``), then ``tail``."""
+    where, params = conditions(found)
+    sql = f"SELECT {RECORD_COLUMNS} FROM {RECORDS} WHERE {more} AND {where}"
+    params = [*values, *params]
+    if found.as_of is not None:
+        history, history_params = past(found, RECORD_COLUMNS)
+        sql += f" UNION ALL {history} AND {more}"
+        params += [*history_params, *values]
+    rows = connection.execute(f"{sql} {tail}", [*params, *tail_params]).fetchall()
+    return [as_then(to_record(row), found.as_of) for row in rows]
+
+
+def count(connection: sqlite3.Connection, found: Conditions) -> int:
+    """Return how many memories meet ``found``."""
+    where, params = conditions(found)
+    sql = f"SELECT count(*) FROM memories AS m WHERE {where}"
+    if found.as_of is not None:
+        history, history_params = past(found, "1")
+        sql = f"SELECT ({sql}) + (SELECT count(*) FROM ({history}))"
+        params += history_params
+    return int(connection.execute(sql, params).fetchone()[0])
 
 
 def history(connection: sqlite3.Connection, scope: Scope, memory_id: str) -> list[MemoryVersion]:
-    """Return the replaced versions of a memory of ``scope``, oldest first.
+    """Return the replaced versions of a memory of ``scope`` and of its chain, oldest first.
 
-    A memory that expired is its last version even before a write moves it to the history.
+    The chain is the memories ``memory_id`` superseded and those that superseded it, each way
+    as far as it goes (:func:`chain`). Alone, a memory's versions come in the order they were
+    kept; with a chain, by ``changed_at``, then memory id, then that order. A memory that
+    expired is its last version even before a write moves it to the history.
     """
+    ids = chain(connection, memory_id)
+    marks = ", ".join("?" * len(ids))
     where, params = scope_where(scope, "h")
     rows = connection.execute(
-        f"SELECT {VERSION_COLUMNS} FROM {VERSIONS} WHERE h.id = ? AND {where} ORDER BY h.seq",
-        [memory_id, *params],
+        f"SELECT h.seq, {VERSION_COLUMNS} FROM {VERSIONS} WHERE h.id IN ({marks}) AND {where}",
+        [*ids, *params],
     ).fetchall()
     where, params = scope_where(scope, "m")
     rows += connection.execute(
-        f"SELECT {EXPIRY_VERSION_COLUMNS} FROM {RECORDS} WHERE m.id = ? AND {where} AND {EXPIRED}",
-        [memory_id, *params, utc_timestamp()],
+        f"SELECT {EXPIRED_SEQ}, {EXPIRY_VERSION_COLUMNS} FROM {RECORDS} "
+        f"WHERE m.id IN ({marks}) AND {where} AND {EXPIRED}",
+        [*ids, *params, utc_timestamp()],
     ).fetchall()
-    return [to_version(row) for row in rows]
+    if len(ids) == 1:
+        rows.sort(key=lambda row: row[0])
+    else:
+        rows.sort(key=lambda row: (row[3], row[6], row[0]))
+    return [to_version(row[1:]) for row in rows]
+
+
+_SUCCESSORS = (
+    "SELECT superseded_by FROM memories WHERE id = ? AND superseded_by IS NOT NULL "
+    "UNION SELECT superseded_by FROM memory_history WHERE id = ? AND superseded_by IS NOT NULL"
+)
+_PREDECESSORS = (
+    "SELECT id FROM memories WHERE superseded_by = ? "
+    "UNION SELECT id FROM memory_history WHERE superseded_by = ?"
+)
+
+
+def chain(connection: sqlite3.Connection, memory_id: str) -> list[str]:
+    """Return ``memory_id`` and the memories linked to it by supersession, each way.
+
+    Forward: the memory that superseded it, the one that superseded that, and so on;
+    backward: the memories it superseded, those they superseded, and so on (not the others
+    its successor superseded: they are not its chain). A deleted memory is followed through
+    its versions' ``superseded_by``. Each step is a lookup in an index on ``superseded_by``.
+    """
+    found = {memory_id: None}
+    for query in (_SUCCESSORS, _PREDECESSORS):
+        pending = [memory_id]
+        while pending:
+            current = pending.pop()
+            for (linked,) in connection.execute(query, (current, current)):
+                if linked not in found:
+                    found[linked] = None
+                    pending.append(linked)
+    return list(found)
 
 
 def versions(

@@ -19,7 +19,10 @@ changes. From migration 10 on, the index stems words and reads CJK runs as pairs
 compatibility text by its folded words, as the ranking does (:mod:`.folding`). From migration
 12 on, it reads emoji and other pictographs as words (:mod:`.pictographs`). From migration 13 on,
 ``memory_term_counts`` holds the term counts of long memories (:mod:`.longterms`), which
-migrations may compute with ``agentrecall_term_counts(text)``.
+migrations may compute with ``agentrecall_term_counts(text)``. From migration 14 on, a memory
+retired by ``supersede`` stays in ``memories`` with ``invalidated_at`` and ``superseded_by`` set
+(and in both indexes), dedup holds among current memories only, and every history row records
+the memory's whole row as it was (:mod:`.superseding`, :mod:`.moments`).
 """
 
 from __future__ import annotations
@@ -326,4 +329,34 @@ MIGRATIONS: list[Migration] = [
     # The term counts of long memories, kept so that ranking one reads a few counts instead of
     # counting its text at every search (a 4 MB memory took half a second).
     long_term_counts,
+    # Facts that change: a memory retired by a newer one keeps its row (its index entries and
+    # vector stay, so reads of the past find it with no extra work) and is marked by
+    # ``invalidated_at`` and ``superseded_by``; ``valid_from`` and ``valid_until`` are world
+    # time, as the writer gave it. Each history row records the whole row it replaced, its
+    # ``created_at`` filled from the memory where it still exists (older versions of deleted
+    # memories keep none: reads of the past take them as created before any moment). Dedup
+    # holds among current memories only, so content added again after its memory was retired
+    # is a new memory. Reads of the past find the versions replaced after a moment by time,
+    # and the chain of a memory through ``superseded_by`` either way.
+    """
+    ALTER TABLE memories ADD COLUMN invalidated_at TEXT;
+    ALTER TABLE memories ADD COLUMN superseded_by TEXT;
+    ALTER TABLE memories ADD COLUMN valid_from TEXT;
+    ALTER TABLE memories ADD COLUMN valid_until TEXT;
+    ALTER TABLE memory_history ADD COLUMN created_at TEXT;
+    ALTER TABLE memory_history ADD COLUMN invalidated_at TEXT;
+    ALTER TABLE memory_history ADD COLUMN superseded_by TEXT;
+    ALTER TABLE memory_history ADD COLUMN valid_from TEXT;
+    ALTER TABLE memory_history ADD COLUMN valid_until TEXT;
+    UPDATE memory_history SET created_at =
+        (SELECT m.created_at FROM memories AS m WHERE m.id = memory_history.id);
+    DROP INDEX memories_dedup;
+    CREATE UNIQUE INDEX memories_dedup ON memories (scope, content_hash)
+        WHERE invalidated_at IS NULL;
+    CREATE INDEX memories_successor ON memories (superseded_by) WHERE superseded_by IS NOT NULL;
+    CREATE INDEX memory_history_changed ON memory_history (changed_at);
+    CREATE INDEX memory_history_time ON memory_history (id, changed_at);
+    CREATE INDEX memory_history_successor ON memory_history (superseded_by)
+        WHERE superseded_by IS NOT NULL;
+    """,
 ]

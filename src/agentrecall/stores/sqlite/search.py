@@ -25,6 +25,7 @@ from agentrecall.stores.records import hits
 from agentrecall.stores.scopes import Scope
 from agentrecall.stores.sqlite.candidates import Checks, candidates
 from agentrecall.stores.sqlite.longterms import stored_counts
+from agentrecall.stores.sqlite.moments import CANDIDATE_COLUMNS, NOW, Then
 from agentrecall.stores.sqlite.narrowing import Narrowing
 from agentrecall.stores.sqlite.query import averages, match_expression
 from agentrecall.types import MemoryEntry
@@ -40,7 +41,7 @@ PROBE = (
 
 # The memories waiting for the index, each with whether the search may return it.
 UNINDEXED = (
-    "SELECT m.seq, m.id, m.content, m.metadata, CASE WHEN {where} THEN 1 ELSE 0 END "
+    f"SELECT {CANDIDATE_COLUMNS}, CASE WHEN {{where}} THEN 1 ELSE 0 END "
     "FROM memories_unindexed AS u JOIN memories AS m ON m.seq = u.seq"
 )
 
@@ -55,6 +56,7 @@ def ranked_search(
     filtered: bool,
     narrowed: Sequence[Narrowing],
     tidy: bool,
+    then: Then = NOW,
 ) -> list[MemoryEntry]:
     """Pick candidates with the bounded plan of ``plan_terms``, then rank them by BM25.
 
@@ -68,6 +70,10 @@ def ranked_search(
     :mod:`~agentrecall.stores.sqlite.candidates` to decide. With ``tidy``, finding memories
     that wait for the index asks the database to index them soon (they may be left over from
     a process that was killed).
+
+    With ``then`` at a past moment, ``where`` selects the live part of it, and the history
+    part's versions are read directly, counted in the term statistics and all reranked, as
+    the memories waiting for the index are (see :mod:`~agentrecall.stores.sqlite.moments`).
     """
 
     def read(
@@ -75,26 +81,28 @@ def ranked_search(
     ) -> tuple[list[Any], dict[str, float], float, int, dict[int, Counts]]:
         record = db.execute("SELECT block FROM memories_fts_data WHERE id = 1").fetchone()
         total, tokens = averages(record[0] if record else None)
-        waiting, held, waiting_tokens = _unindexed(db, where, params, set(terms.values()))
-        total += len(waiting)
+        waiting = db.execute(UNINDEXED.format(where=where), params).fetchall()
+        past = [] if then.versions is None else db.execute(*then.versions).fetchall()
+        held, waiting_tokens = _terms(db, [*waiting, *past], set(terms.values()))
+        total += len(waiting) + len(past)
         tokens += waiting_tokens
         if not total:
             return [], {}, 0.0, 0, {}
         df, floors = _frequencies(db, terms, held)
         plans = plan_terms(df, total)
-        rows = [row[:4] for row in waiting if row[4]]
+        rows = [row[:6] for row in waiting if row[6]] + past
         if any(plan.postings != 0 for plan in plans):
             checks = Checks(where, params, filtered, narrowed, max(CANDIDATES, limit), limit)
             rows += candidates(db, plans, floors, scope, checks, total)
         weights = {terms[plan.term]: plan.weight for plan in plans}
-        long = [row[0] for row in rows if len(row[2]) > LONG_TEXT]
+        long = [row[0] for row in rows if len(row[2]) > LONG_TEXT and row[0] > 0]
         return rows, weights, tokens / total, len(waiting), stored_counts(db, long, weights)
 
     rows, weights, average_length, waiting, stored = database.run(read)
     if waiting and tidy:
         database.tidy_soon()
     ranked = rerank(
-        weights, rows, _text, _seq, average_length, limit, lambda row: stored.get(row[0])
+        weights, then.rows(rows), _text, _seq, average_length, limit, lambda row: stored.get(row[0])
     )
     return hits(ranked)
 
@@ -107,17 +115,16 @@ def _seq(row: Any) -> int:
     return int(row[0])
 
 
-def _unindexed(
-    db: sqlite3.Connection, where: str, params: list[object], wanted: set[str]
-) -> tuple[list[Any], Counter[str], int]:
-    """Return the waiting memories, how many hold each ``wanted`` term, and their terms.
+def _terms(
+    db: sqlite3.Connection, rows: Sequence[Any], wanted: set[str]
+) -> tuple[Counter[str], int]:
+    """Return how many of ``rows`` hold each ``wanted`` term, and how many terms they hold.
 
-    The memories are those waiting for the index; each row is ``(seq, id, content,
-    metadata, whether where holds)``. A long memory's counts are read from those kept for
-    it (:mod:`~agentrecall.stores.sqlite.longterms`).
+    The rows are memories (or past versions, of negative ``seq``) that the full-text index
+    does not count, each ``(seq, id, content, ...)``. A long memory's counts are read from
+    those kept for it (:mod:`~agentrecall.stores.sqlite.longterms`).
     """
-    rows = db.execute(UNINDEXED.format(where=where), params).fetchall()
-    long = [row[0] for row in rows if len(row[2]) > LONG_TEXT]
+    long = [row[0] for row in rows if len(row[2]) > LONG_TEXT and row[0] > 0]
     stored = stored_counts(db, long, wanted)
     held: Counter[str] = Counter()
     tokens = 0
@@ -128,7 +135,7 @@ def _unindexed(
             kept = dict.fromkeys(terms, 1), len(terms)
         held.update(wanted.intersection(kept[0]))
         tokens += kept[1]
-    return rows, held, tokens
+    return held, tokens
 
 
 def _frequencies(

@@ -27,12 +27,12 @@ from agentrecall.stores.hybrid import (
     merged,
     pool_size,
     rank,
-    semantic_hit,
 )
-from agentrecall.stores.records import metadata as decode_metadata
+from agentrecall.stores.records import hit as candidate_hit
 from agentrecall.stores.scopes import Scope
 from agentrecall.stores.sqlite import vector_sql
 from agentrecall.stores.sqlite.embedding import Embedding
+from agentrecall.stores.sqlite.moments import CANDIDATE_COLUMNS, NOW, Then, row_then
 from agentrecall.stores.sqlite.narrowing import Narrowing
 from agentrecall.stores.sqlite.query import scope_numbers
 from agentrecall.stores.sqlite.search import ranked_search
@@ -62,6 +62,7 @@ class Request:
     mode: str
     neighbours: bool
     session_key: str
+    then: Then = NOW
 
 
 class Vectors:
@@ -95,6 +96,8 @@ def search(database: Database, vectors: Vectors | None, request: Request) -> lis
     semantic: list[Hit] = []
     if request.mode != "keyword" and vectors is not None and request.vector is not None:
         semantic = semantic_hits(database, vectors, request, pool)
+        if request.then.versions is not None:
+            semantic = _with_past(database, vectors, request, semantic, pool)
     ranked = rank(request.mode, request.neighbours, keyword, semantic)
     hits = merged(keyword, semantic)
     if request.neighbours:
@@ -141,7 +144,7 @@ def _best_meeting(
         order = _top(similarity, seqs, min(taken, count))
         rows = _rows(db, [int(seqs[i]) for i in order], request)
         hits = [
-            semantic_hit(rows[int(seqs[i])], float(similarity[i]))
+            _hit(rows[int(seqs[i])], float(similarity[i]), request.then)
             for i in order
             if rows[int(seqs[i])] is not None
         ]
@@ -175,17 +178,54 @@ def _top(similarity: Matrix, seqs: Matrix, k: int) -> Matrix:
 
 
 def _rows(db: sqlite3.Connection, seqs: Sequence[int], request: Request) -> dict[int, Any]:
-    """Return ``seq -> (id, content, metadata)`` for those of ``seqs`` meeting the conditions."""
+    """Return ``seq -> candidate row`` for those of ``seqs`` meeting the conditions."""
     found: dict[int, Any] = {}
     for start in range(0, len(seqs), vector_sql.KEY_CHUNK):
         chunk = seqs[start : start + vector_sql.KEY_CHUNK]
-        for seq, *row in db.execute(
-            "SELECT m.seq, m.id, m.content, m.metadata FROM memories AS m "
+        for row in db.execute(
+            f"SELECT {CANDIDATE_COLUMNS} FROM memories AS m "
             f"WHERE m.seq IN ({', '.join('?' * len(chunk))}) AND {request.where}",
             [*chunk, *request.params],
         ):
-            found[seq] = row
+            found[row[0]] = row
     return {seq: found.get(seq) for seq in seqs}
+
+
+def _hit(row: Any, similarity: float, then: Then) -> Hit:
+    """Return the semantic hit of a candidate row, marked if its memory was retired then."""
+    found = candidate_hit(similarity, row_then(row, then.as_of))
+    metadata = dict(found.metadata or {})
+    del metadata["_relevanceScore"]
+    return Hit(str(found.id), found.content, metadata, semantic=similarity)
+
+
+def _with_past(
+    database: Database, vectors: Vectors, request: Request, hits: list[Hit], wanted: int
+) -> list[Hit]:
+    """Return the best ``wanted`` of ``hits`` and the history part's versions, by similarity.
+
+    The versions have no stored vectors: they are embedded now, as few as were replaced
+    after the moment and meet the conditions.
+    """
+    import numpy
+
+    versions = request.then.versions
+    query = request.vector
+    if versions is None or query is None:
+        return hits
+    rows = database.run(lambda db: db.execute(*versions).fetchall())
+    if not rows:
+        return hits
+    matrix = vectors.embedding.vectors([row[2] for row in rows])
+    norms = numpy.linalg.norm(matrix, axis=1)
+    similarity = (matrix @ query) / numpy.where(norms > 0, norms, 1.0)
+    found = [
+        _hit(row, float(score), request.then)
+        for row, score in zip(rows, similarity, strict=True)
+        if score > 0
+    ]
+    ranked = sorted([*hits, *found], key=lambda hit: -(hit.semantic or 0.0))
+    return ranked[:wanted]
 
 
 def _keyword(database: Database, request: Request, limit: int) -> list[MemoryEntry]:
@@ -199,6 +239,7 @@ def _keyword(database: Database, request: Request, limit: int) -> list[MemoryEnt
         request.filtered,
         request.narrowed,
         request.tidy,
+        request.then,
     )
 
 
@@ -244,10 +285,11 @@ def _with_neighbours(
     added = [memory_id for memory_id, _ in ranking if memory_id not in hits]
     if added:
         marks = ", ".join("?" * len(added))
-        for memory_id, content, metadata in db.execute(
-            f"SELECT id, content, metadata FROM memories WHERE id IN ({marks})", added
+        for row in db.execute(
+            f"SELECT {CANDIDATE_COLUMNS} FROM memories AS m WHERE m.id IN ({marks})", added
         ):
-            hits[memory_id] = Hit(memory_id, content, decode_metadata(metadata))
+            hit = _hit(row, 0.0, request.then)
+            hits[hit.id] = Hit(hit.id, hit.content, hit.metadata)
     return [(key, score) for key, score in ranking if key in hits]
 
 

@@ -21,6 +21,7 @@ from agentrecall.stores.base import DEFAULT_PAGE, Capability
 from agentrecall.stores.contentkeys import content_hash, content_key
 from agentrecall.stores.coverage import VectorCoverage
 from agentrecall.stores.front import (
+    UNSAID,
     AddResults,
     Change,
     Conditions,
@@ -30,6 +31,8 @@ from agentrecall.stores.front import (
     RecordList,
     SearchCall,
     StoreFront,
+    Supersession,
+    Validity,
     Versions,
     check_batch,
 )
@@ -41,17 +44,19 @@ from agentrecall.stores.sqlite import (
     reads,
     reindex,
     semantic,
+    superseding,
     vector_sql,
     writes,
 )
 from agentrecall.stores.sqlite.coverage import coverage
 from agentrecall.stores.sqlite.embedding import Embedding
+from agentrecall.stores.sqlite.moments import Then
 from agentrecall.stores.sqlite.narrowing import narrowings
 from agentrecall.stores.sqlite.schema import COMPONENT, MIGRATIONS
 from agentrecall.stores.sqlite.search import ranked_search
 from agentrecall.stores.sqlite.tables import CHUNK, index_unindexed
 from agentrecall.stores.sqlite.vector_sql import PreparedVectors
-from agentrecall.types import MemoryRecord
+from agentrecall.types import AddResult, MemoryRecord
 
 T = TypeVar("T")
 
@@ -281,9 +286,15 @@ class SQLiteStore(StoreFront):
 
     # --- the hooks of StoreFront ----------------------------------------------------------------
 
-    async def _add(self, items: Items, expires_at: str | None, checked: bool) -> AddResults:
+    async def _add(
+        self, items: Items, expires_at: str | None, checked: bool, validity: Validity = UNSAID
+    ) -> AddResults:
         vectors = await self._prepare([content for content, _ in items])
-        return await self._write(writes.add, items, expires_at, checked, vectors)
+        return await self._write(writes.add, items, expires_at, checked, vectors, validity)
+
+    async def _supersede(self, call: Supersession) -> AddResult:
+        vectors = await self._prepare([call.content])
+        return await self._write(superseding.supersede, call, vectors)
 
     async def _add_many(self, batch: Items, expires_at: str | None) -> AddResults:
         if self._vectors is not None:
@@ -320,6 +331,9 @@ class SQLiteStore(StoreFront):
         terms = query_terms(call.query)
         found = call.conditions
         narrowed = narrowings(found.filter, found.created_after, found.created_before)
+        then = Then.of(found)
+        # Conditions that few memories may meet are checked on the postings, as filters are.
+        filtered = found.filtered or found.valid_at is not None or found.as_of is not None
         if call.mode == "keyword" and not call.neighbours:
             if not terms:
                 return []
@@ -331,9 +345,10 @@ class SQLiteStore(StoreFront):
                 where,
                 params,
                 self._scope,
-                found.filtered,
+                filtered,
                 narrowed,
                 self.writable,
+                then,
             )
         if not call.query.strip():
             return []
@@ -347,18 +362,18 @@ class SQLiteStore(StoreFront):
             where,
             params,
             self._scope,
-            found.filtered,
+            filtered,
             narrowed,
             self.writable,
             call.mode,
             call.neighbours,
             self._search_settings.session_key,
+            then,
         )
         return await self._offload(semantic.search, self._db, self._vectors, request)
 
     async def _get(self, memory_id: str, conditions: Conditions) -> MemoryRecord | None:
-        where, params = reads.conditions(conditions)
-        return await self._read(lambda db: reads.get(db, memory_id, where, params))
+        return await self._read(lambda db: reads.get(db, memory_id, conditions))
 
     async def _update(self, memory_id: str, change: Change) -> MemoryRecord | None:
         vectors = None if change.content is None else await self._prepare([change.content])
@@ -369,12 +384,10 @@ class SQLiteStore(StoreFront):
         return await self._write(writes.remove, ids, reason)
 
     async def _page(self, conditions: Conditions, offset: int, limit: int | None) -> RecordList:
-        where, params = reads.conditions(conditions)
-        return await self._read(lambda db: reads.page(db, where, params, offset, limit))
+        return await self._read(lambda db: reads.page(db, conditions, offset, limit))
 
     async def _count(self, conditions: Conditions) -> int:
-        where, params = reads.conditions(conditions)
-        return await self._read(lambda db: reads.count(db, where, params))
+        return await self._read(lambda db: reads.count(db, conditions))
 
     async def _history(self, memory_id: str) -> Versions:
         scope = self._scope

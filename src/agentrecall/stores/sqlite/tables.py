@@ -12,38 +12,62 @@ from agentrecall._internal.switching import short_turns
 from agentrecall.stores.scopes import Scope
 from agentrecall.stores.sqlite.longterms import count_inserted
 from agentrecall.stores.sqlite.merging import merging_held
-from agentrecall.stores.sqlite.rows import EXPIRED, EXPIRED_AT
+from agentrecall.stores.sqlite.rows import EXPIRED, EXPIRED_AT, ROW_FIELDS
 from agentrecall.stores.sqlite.tags import tag
 from agentrecall.stores.times import STORED_TIME
 
 ROOT_SCOPE = 0
 """The scope number of memories written outside any scope (created by migration 5)."""
 
-Times = tuple[str, None, str | None]
-"""``(created_at, updated_at, expires_at)`` shared by every row of a batch of new memories."""
+Times = tuple[str, None, str | None, str | None, str | None]
+"""``(created_at, updated_at, expires_at, valid_from, valid_until)`` shared by every row of a
+batch of new memories, which are current (no ``invalidated_at`` or ``superseded_by``)."""
 
 
 def insert_statement(scope: int, conflict: str, times: Times | None) -> str:
     """Return the INSERT for rows of scope number ``scope``, skipping what ``conflict`` says.
 
     With ``times``, the batch's timestamps are written into the statement and a row is
-    ``(id, content, content_hash, metadata, index_text)``: binding three fewer values a row
-    made inserting 16% faster (1.8 µs a row). Without, a row carries its own three before
-    ``index_text``. ``index_text`` is :func:`~agentrecall.retrieval.keywords.index_text` of
-    the content.
+    ``(id, content, content_hash, metadata, index_text)``: binding fewer values a row made
+    inserting 16% faster (1.8 µs a row). Without, a row carries its own :data:`OWN_FIELDS`
+    before ``index_text``. ``index_text`` is
+    :func:`~agentrecall.retrieval.keywords.index_text` of the content.
     """
     if times is None:
-        stamps = "?, ?, ?"
+        stamps = ", ".join("?" * len(OWN_FIELDS))
     else:
         # Only our own timestamps come here; checked anyway, as they go into SQL text.
         if not all(value is None or STORED_TIME.fullmatch(value) for value in times):
             raise ValueError(f"timestamps not in the stored shape: {times!r}")
-        stamps = ", ".join("NULL" if value is None else f"'{value}'" for value in times)
+        created, updated, expires, valid_from, valid_until = (
+            "NULL" if value is None else f"'{value}'" for value in times
+        )
+        stamps = f"{created}, {updated}, {expires}, NULL, NULL, {valid_from}, {valid_until}"
     return (
-        "INSERT INTO memories (id, scope, content, content_hash, metadata, created_at, "
-        f"updated_at, expires_at, index_text) VALUES (?, {int(scope)}, ?, ?, ?, {stamps}, ?) "
-        f"{conflict}"
+        "INSERT INTO memories (id, scope, content, content_hash, metadata, "
+        f"{', '.join(OWN_FIELDS)}, index_text) "
+        f"VALUES (?, {int(scope)}, ?, ?, ?, {stamps}, ?) {conflict}"
     )
+
+
+OWN_FIELDS = (
+    "created_at",
+    "updated_at",
+    "expires_at",
+    "invalidated_at",
+    "superseded_by",
+    "valid_from",
+    "valid_until",
+)
+"""The fields an imported row carries after its metadata (see :func:`insert_statement`)."""
+
+RETIRED_AT = 7
+"""Where a row carrying its own fields holds ``invalidated_at``: set, it is retired."""
+
+
+def retired(row: Sequence[Any]) -> bool:
+    """Whether a new memory's row is retired (an imported one can be): it dedups with none."""
+    return len(row) > RETIRED_AT + 1 and row[RETIRED_AT] is not None
 
 
 def scope_number(db: sqlite3.Connection, scope: Scope) -> int:
@@ -78,13 +102,13 @@ def insert_rows(
 ) -> int:
     """Insert memory rows of scope number ``scope``; return how many were new.
 
-    A row is ``(id, content, content_hash, metadata, created_at, updated_at, expires_at,
-    index_text)``, without the three times when ``times`` gives them for all of them (see
-    :func:`insert_statement`). ``conflict`` is the ``ON CONFLICT`` clause that decides which
-    rows are skipped. Up to :data:`DEFERRED_ROWS` new rows are listed in
-    ``memories_unindexed`` for :func:`index_unindexed` to index later; a larger batch is fed to
-    the full-text index in the same transaction, explicitly rather than by a trigger (three to
-    four times faster). The long ones have their term counts kept (:func:`count_inserted`).
+    A row is ``(id, content, content_hash, metadata, *OWN_FIELDS, index_text)``, without
+    those fields when ``times`` gives them for all of them (see :func:`insert_statement`).
+    ``conflict`` is the ``ON CONFLICT`` clause that decides which rows are skipped. Up to
+    :data:`DEFERRED_ROWS` new rows are listed in ``memories_unindexed`` for
+    :func:`index_unindexed` to index later; a larger batch is fed to the full-text index in
+    the same transaction, explicitly rather than by a trigger (three to four times faster).
+    The long ones have their term counts kept (:func:`count_inserted`).
     """
     insert = insert_statement(scope, conflict, times)
     last = last_seq(db)
@@ -244,13 +268,19 @@ def keep_versions(
     now: str,
     change: str,
     reason: str | None,
+    successor: str | None = None,
 ) -> None:
-    """Copy the memories matching ``condition`` (over alias ``m``) into the history."""
+    """Copy the memories matching ``condition`` (over alias ``m``) into the history.
+
+    Each version records the memory's row as it is; with ``successor``, as that memory
+    retires it at ``now`` (a ``"supersede"`` version).
+    """
+    retired = "m.invalidated_at, m.superseded_by" if successor is None else "?, ?"
     db.execute(
-        "INSERT INTO memory_history (id, scope, content, metadata, changed_at, change, reason) "
-        "SELECT m.id, m.scope, m.content, m.metadata, ?, ?, ? "
-        f"FROM memories AS m WHERE {condition}",
-        [now, change, reason, *params],
+        f"INSERT INTO memory_history (id, scope, content, metadata, changed_at, change, reason, "
+        f"{ROW_FIELDS}) SELECT m.id, m.scope, m.content, m.metadata, ?, ?, ?, m.created_at, "
+        f"{retired}, m.valid_from, m.valid_until FROM memories AS m WHERE {condition}",
+        [now, change, reason, *([] if successor is None else [now, successor]), *params],
     )
 
 
@@ -261,9 +291,9 @@ def purge_expired(db: sqlite3.Connection, now: str) -> None:
         return
     # Dated when the memory expired, not when this write came by, which may be much later.
     db.execute(
-        "INSERT INTO memory_history (id, scope, content, metadata, changed_at, change, reason) "
-        f"SELECT m.id, m.scope, m.content, m.metadata, {EXPIRED_AT}, 'expire', NULL "
-        f"FROM memories AS m WHERE {EXPIRED}",
+        f"INSERT INTO memory_history (id, scope, content, metadata, changed_at, change, reason, "
+        f"{ROW_FIELDS}) SELECT m.id, m.scope, m.content, m.metadata, {EXPIRED_AT}, 'expire', "
+        f"NULL, m.{ROW_FIELDS.replace(', ', ', m.')} FROM memories AS m WHERE {EXPIRED}",
         [now],
     )
     db.execute(f"DELETE FROM memories AS m WHERE {EXPIRED}", [now])

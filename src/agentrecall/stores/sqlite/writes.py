@@ -20,12 +20,13 @@ from agentrecall._internal.sqlite import Database
 from agentrecall.errors import InvalidArgumentError
 from agentrecall.retrieval.keywords import index_text
 from agentrecall.stores.contentkeys import content_key
+from agentrecall.stores.front import UNSAID, Validity
 from agentrecall.stores.records import record as to_record
 from agentrecall.stores.scopes import Scope
 from agentrecall.stores.sqlite import vector_sql
 from agentrecall.stores.sqlite.dedup import KEY_CHUNK, find_equal, free_key, insert_new
 from agentrecall.stores.sqlite.query import scope_where
-from agentrecall.stores.sqlite.rows import RECORD_COLUMNS, RECORDS
+from agentrecall.stores.sqlite.rows import CURRENT, RECORD_COLUMNS, RECORDS
 from agentrecall.stores.sqlite.tables import (
     DEFERRED_ROWS,
     Row,
@@ -51,14 +52,32 @@ def add(
     expires_at: str | None,
     checked: bool,
     vectors: vector_sql.PreparedVectors | None = None,
+    validity: Validity = UNSAID,
 ) -> list[AddResult]:
     """Insert new memories, deduplicated per scope; return each item's id, in input order.
 
     ``checked`` says whether the items were checked already; if not, each chunk is checked as
     it is built, and a bad item still stores nothing (one transaction). With ``vectors`` (made
     from the items' contents), each new memory's vector is stored in the same transaction.
+    New memories get ``validity`` as their world time; a content already current keeps its
+    memory's.
     """
     now = utc_timestamp()
+    return write_and_index(
+        db, durable, adding(items, expires_at, checked, vectors, validity, scope, now), len(items)
+    )
+
+
+def adding(
+    items: Items,
+    expires_at: str | None,
+    checked: bool,
+    vectors: vector_sql.PreparedVectors | None,
+    validity: Validity,
+    scope: Scope,
+    now: str,
+) -> Callable[[sqlite3.Connection], list[AddResult]]:
+    """Return the part of :func:`add`'s transaction that inserts, for a larger one to call."""
     # The results if every row goes in, made with the rows: for a large batch in the helper
     # thread, while SQLite works, rather than after it (a microsecond a memory).
     results: list[AddResult] = []
@@ -86,8 +105,8 @@ def add(
         purge_expired(connection, now)
         base = last_seq(connection)
         number = scope_number(connection, scope)
-        conflict = "ON CONFLICT (scope, content_hash) DO NOTHING"
-        times = (now, None, expires_at)
+        conflict = f"ON CONFLICT (scope, content_hash) WHERE {CURRENT} DO NOTHING"
+        times = (now, None, expires_at, validity.valid_from, validity.valid_until)
         # An add's ids are new, so base 0 will do (see dedup.settle).
         ids = insert_new(connection, number, len(items), build, conflict, times, 0)[1]
         if vectors is not None:
@@ -109,7 +128,7 @@ def add(
             seen.add(fresh)
         return resolved
 
-    return write_and_index(db, durable, write, len(items))
+    return write
 
 
 def outlive(connection: sqlite3.Connection, ids: Sequence[str], expires_at: str | None) -> None:
@@ -138,10 +157,10 @@ def update(
     reason: str | None,
     vectors: vector_sql.PreparedVectors | None = None,
 ) -> MemoryRecord | None:
-    """Replace a memory's content and/or metadata, keeping the old version in its history.
+    """Replace a current memory's content and/or metadata, keeping the old version in history.
 
-    New content loses its old vector (a trigger removes it); with ``vectors`` (made from the
-    new content) it gets its new one in the same transaction.
+    A retired memory is not found. New content loses its old vector (a trigger removes it);
+    with ``vectors`` (made from the new content) it gets its new one in the same transaction.
     """
     now = utc_timestamp()
     where, params = scope_where(scope, "m")
@@ -150,7 +169,7 @@ def update(
         purge_expired(connection, now)
         row = connection.execute(
             f"SELECT m.seq, m.content, m.metadata, m.scope, m.content_hash "
-            f"FROM memories AS m WHERE m.id = ? AND {where}",
+            f"FROM memories AS m WHERE m.id = ? AND {where} AND m.{CURRENT}",
             [memory_id, *params],
         ).fetchone()
         if row is None:
