@@ -24,6 +24,7 @@ from agentrecall import (
     MemoryManager,
     SQLiteStore,
 )
+from agentrecall.extraction.reconcile_prompt import RECONCILE_SYSTEM_PROMPT
 from agentrecall.testing import ModelCall, ScriptedChatModel
 
 DEMO_DIR = Path(__file__).resolve().parent.parent / ".demo"
@@ -102,9 +103,15 @@ AGENT_SYSTEM = "You are a travel assistant."
 
 
 def scripted_answer(call: ModelCall) -> str:
-    """The scripted model: agent turns get a reply, extraction requests get a fact list."""
+    """The scripted model: agent turns get a reply, extraction requests get a fact list.
+
+    Reconcile requests (the new fact against the stored ones nearest to it) get "add": the
+    flight is new, and replaces nothing stored.
+    """
     if call.system == AGENT_SYSTEM:
         return "Done: aisle seat 14C on your Friday flight to Porto."
+    if call.system == RECONCILE_SYSTEM_PROMPT:
+        return json.dumps({"decisions": [{"fact": 1, "action": "add"}]})
     return json.dumps([{"content": "The user is flying from Lisbon to Porto on Friday."}])
 
 

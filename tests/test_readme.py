@@ -131,6 +131,10 @@ def strands_manager(out: str, home: Path) -> None:
     assert out == ""
 
 
+def reconcile_settings(out: str, cwd: Path) -> None:
+    assert out == ""
+
+
 def manual_clock(out: str, cwd: Path) -> None:
     assert out == "gone after an hour that took no time\n"
 
@@ -150,6 +154,7 @@ CHECKS: dict[str, Callable[[str, Path], None]] = {
     'BufferMemory(dsn=os.environ["DATABASE_URL"]': postgres_buffer,
     'read_dsn=os.environ["DATABASE_READ_URL"]': postgres_replica,
     "ManualClock() as clock": manual_clock,
+    "ReconcileConfig(use_model=False": reconcile_settings,
 }
 
 
