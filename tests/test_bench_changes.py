@@ -80,6 +80,14 @@ def test_reconcile_costs_one_model_call_per_batch_at_most(figures: dict[str, Any
         assert run["most_reconcile_calls_in_a_batch"] == 1
 
 
+async def test_postgres_gives_the_same_figures_by_the_same_path(postgres_dsn: str) -> None:
+    figures = await bench_changes.run_all(10, 0, "postgres", postgres_dsn, None, bench_changes.RUNS)
+    runs = figures["runs"]
+    assert runs["reconcile"]["p_at_1"] == runs["reconcile"]["as_of_accuracy"] == 1.0
+    assert runs["add-only"]["p_at_1"] < 1.0
+    assert runs["garbage"]["facts_lost"] == 0 and runs["garbage"]["garbage_answers"] > 0
+
+
 def test_the_report_is_a_table_of_every_run(figures: dict[str, Any]) -> None:
     report = bench_changes.render({**figures, "date": "today", "load": "0.0"})
     assert "| current-fact P@1" in report
