@@ -36,7 +36,8 @@ same memories all current.
 Run: ``.venv/bin/python benchmarks/bench_changes.py`` (or ``make bench``; about N minutes
 here). Writes ``benchmarks/results/changes.md`` and ``changes.json`` and prints the table.
 ``--timelines``, ``--latency-size 0`` (skip the cost), ``--store postgres``
-(``PostgresStore`` on ``AGENTRECALL_BENCH_POSTGRES_DSN`` or a throwaway server), and, to
+(``PostgresStore`` on the empty database of ``AGENTRECALL_BENCH_POSTGRES_DSN``, or a
+throwaway server), and, to
 measure a real model's decisions on the same timelines, ``--model-url URL --model NAME``
 (any OpenAI-compatible endpoint; key in ``AGENTRECALL_BENCH_API_KEY``; not run by ``make``
 or CI; use ``--timelines 50`` or so: two calls per session).
@@ -154,7 +155,12 @@ class _User:
         )
 
     async def finish(self) -> None:
-        """Flush until no extraction is left failed (garbage makes the coordinator retry)."""
+        """Flush until no extraction is left failed (garbage makes the coordinator retry).
+
+        A real model's failures are not known here: one more flush retries what is left.
+        """
+        if not self.oracle_answers:
+            await self.flush()
         while self.oracle.last_extraction_failed:
             await self.flush()
 

@@ -50,7 +50,7 @@ RETIRED_EVERY = 10
 STEP = timedelta(milliseconds=10)
 START = datetime(2024, 1, 1, tzinfo=timezone.utc)
 AS_OF_SHARE = 0.9
-ROUNDS = 3
+ROUNDS = 5
 QUESTIONS, WARMUP = 200, 20
 OPTIONS = {"max_search_results": 10}
 
