@@ -33,7 +33,7 @@ memories (1M by default) with 10% of them retired, each against the same default
 the code of ``--baseline`` (a git ref: ``main``, the code before facts could change) on the
 same memories all current.
 
-Run: ``.venv/bin/python benchmarks/bench_changes.py`` (or ``make bench``; about N minutes
+Run: ``.venv/bin/python benchmarks/bench_changes.py`` (or ``make bench``; about 10 minutes
 here). Writes ``benchmarks/results/changes.md`` and ``changes.json`` and prints the table.
 ``--timelines``, ``--latency-size 0`` (skip the cost), ``--store postgres``
 (``PostgresStore`` on the empty database of ``AGENTRECALL_BENCH_POSTGRES_DSN``, or a
@@ -416,7 +416,7 @@ def render(figures: dict[str, Any]) -> str:
 
 def _render_latency(cost: dict[str, Any]) -> list[str]:
     rows = {
-        "baseline": f"`{cost['baseline']}`: default search, every memory current",
+        "baseline": f"`{cost['baseline_ref']}`: default search, every memory current",
         "default": "this checkout: default search (retired left out)",
         "as_of": f"this checkout: `as_of` {cost['as_of_moment']} (90% added by then)",
     }

@@ -179,7 +179,7 @@ def measure(size: int, baseline: str, rounds: int = ROUNDS) -> dict[str, Any]:
     figures: dict[str, Any] = {
         "size": size,
         "retired_share": 1 / RETIRED_EVERY,
-        "baseline": baseline,
+        "baseline_ref": baseline,
         "as_of_moment": moment,
         "rounds": rounds,
         "questions": len(questions),

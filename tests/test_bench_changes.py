@@ -140,6 +140,9 @@ def test_the_cost_part_runs_against_a_git_ref() -> None:
     for case in ("baseline", "default", "as_of"):
         assert cost[case]["median_ms"] > 0
     assert cost["default_ratio"] > 0 and cost["as_of_ratio"] > 0
+    table = "\n".join(bench_changes._render_latency(cost))
+    assert "| `HEAD`: default search, every memory current |" in table
+    assert "10,000 memories, 10% retired" in table
 
 
 def test_an_unknown_baseline_ref_is_refused_by_name() -> None:
