@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import pytest
 
 from agentrecall import PostgresStore, SQLiteStore, SyncStore
 from agentrecall.migrate import migrate
+from agentrecall.transfer import export_store, import_stream
 
 
 async def _history(store: SQLiteStore | PostgresStore) -> list[object]:
@@ -97,4 +99,41 @@ async def test_large_floats_in_metadata_come_back_as_the_same_floats(
     found = await middle.list(filter={"at": 1e16, "max": {"$gte": 1.7976931348623157e308}})
     assert len(found) == 1 + len(bulk)
     for store in (source, middle, back):
+        await store.aclose()
+
+
+@pytest.mark.asyncio
+async def test_retired_memories_and_their_versions_go_to_postgres_and_back(
+    tmp_path: Path, postgres_dsn: str
+) -> None:
+    source = SQLiteStore(tmp_path / "source.db")
+    ana = source.scope(user_id="ana")
+    lyon = await ana.add("Lives in Lyon", {"n": 1}, valid_from="2019-01-01")
+    berlin = await ana.supersede(
+        [lyon.id], "Lives in Berlin", valid_from="2025-03-01", reason="moved"
+    )
+    await source.add("Likes tea")
+    middle = PostgresStore(postgres_dsn)
+    result = await migrate(source, middle)
+    assert (result.copied, result.versions) == (3, 1)
+    back = SQLiteStore(tmp_path / "back.db")
+    assert (await migrate(middle, back)).copied == 3
+    everything = await source.list(include_superseded=True)
+    for copy in (middle, back):
+        assert await copy.list(include_superseded=True) == everything
+        assert await _history(copy) == await _history(source)
+        assert await copy.get(lyon.id) is None
+        assert [hit.id for hit in await copy.search("lives")] == [berlin.id]
+    (version,) = await _history(middle)
+    assert (version.change, version.superseded_by) == ("supersede", berlin.id)
+    # An export of the PostgreSQL store carries them too.
+    out = io.BytesIO()
+    header = await export_store(middle, out)
+    assert (header.memories, header.versions) == (3, 1)
+    out.seek(0)
+    imported = SQLiteStore(tmp_path / "imported.db")
+    await import_stream(out, "export", imported)
+    assert await imported.list(include_superseded=True) == everything
+    assert await _history(imported) == await _history(source)
+    for store in (source, middle, back, imported):
         await store.aclose()

@@ -7,6 +7,7 @@ index, which reads touch the history, and a process killed in the middle of ``su
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import sqlite3
@@ -21,6 +22,8 @@ from sqlite_checks import check_full_text_index, old_database
 
 from agentrecall import InvalidArgumentError, SQLiteStore
 from agentrecall.stores.contentkeys import content_key
+from agentrecall.stores.sqlite import imports as imports_module
+from agentrecall.stores.sqlite import writes as writes_module
 from agentrecall.testing import HashEmbedder, ManualClock
 from agentrecall.testing.conformance import SYNONYMS
 from agentrecall.types import MemoryRecord
@@ -118,12 +121,18 @@ async def test_default_reads_of_a_scope_use_the_partial_dedup_index(tmp_path: Pa
     assert await ana.count() == 1
     await ana.search("lives")
     store._db.run(lambda db: db.set_trace_callback(None))
-    await store.aclose()
     # The default path never reads the history: no per-memory subquery of the past.
     assert traced and not [sql for sql in traced if "memory_history" in sql]
+    store._db.run(lambda db: db.set_trace_callback(traced.append))
+    assert await ana.count(include_superseded=True) == 2
+    store._db.run(lambda db: db.set_trace_callback(None))
+    await store.aclose()
     with closing(sqlite3.connect(tmp_path / "m.db")) as db:
-        counted = [sql for sql in traced if sql.startswith("SELECT count(*) FROM memories")]
-        assert "memories_dedup" in plan(db, counted[0], [])
+        current, every = [sql for sql in traced if sql.startswith("SELECT count(*) FROM memories")]
+        assert "memories_dedup" in plan(db, current, [])
+        # Retired memories too: the scope's parts of both partial indexes, not every memory.
+        both = plan(db, every, [])
+        assert "memories_dedup" in both and "memories_retired" in both
 
 
 async def test_as_of_search_reads_only_the_versions_replaced_since(
@@ -168,6 +177,28 @@ async def test_as_of_in_conversation_mode_and_by_meaning(
     await store.aclose()
 
 
+async def test_retired_hits_are_marked_in_every_mode(tmp_path: Path, clock: ManualClock) -> None:
+    embedder = HashEmbedder(256, synonyms=SYNONYMS)
+    store = SQLiteStore(tmp_path / "m.db", embedder=embedder, search_mode="hybrid")
+    old = await store.add("The user prefers an aisle seat", {"session": "a"})
+    then = moment(clock)
+    new = await store.supersede([old.id], "The user prefers a window seat")
+    retired = await store.get(old.id, include_superseded=True)
+    assert retired is not None
+    marks = {"_invalidatedAt": retired.invalidated_at, "_supersededBy": new.id}
+    for options in ({"mode": "semantic"}, {"mode": "hybrid"}, {"neighbours": True}):
+        hits = {h.id: h for h in await store.search("aisle seat", options, include_superseded=True)}
+        assert set(hits) == {old.id, new.id}, options
+        assert hits[old.id].metadata is not None
+        assert {k: hits[old.id].metadata.get(k) for k in marks} == marks, options
+        assert "_supersededBy" not in (hits[new.id].metadata or {}), options
+        # Before its retirement, it was current: found, and not marked.
+        [hit] = await store.search("aisle seat", options, as_of=then)
+        assert hit.id == old.id and "_supersededBy" not in (hit.metadata or {}), options
+        assert old.id not in [h.id for h in await store.search("aisle seat", options)], options
+    await store.aclose()
+
+
 async def test_an_imported_retired_record_stays_retired_beside_a_current_twin(
     tmp_path: Path,
 ) -> None:
@@ -189,6 +220,30 @@ async def test_an_imported_retired_record_stays_retired_beside_a_current_twin(
     await store.aclose()
 
 
+async def test_a_retired_record_is_imported_where_every_key_collides(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With one key for every content, each row is inserted on its own after a dedup check
+    # (dedup.add_each): a retired one must skip it, as the partial unique index does.
+    monkeypatch.setattr(writes_module, "content_key", lambda content: 7)
+    monkeypatch.setattr(imports_module, "content_key", lambda content: 7)
+    store = SQLiteStore(tmp_path / "m.db")
+    current = await store.add("The user lives in Lyon")
+    await store.add("The user drinks tea")
+    retired = MemoryRecord(
+        "old-lyon",
+        "The user lives in Lyon",
+        T0,
+        invalidated_at="2025-02-01T00:00:00.000Z",
+        superseded_by=current.id,
+    )
+    twin = MemoryRecord("twin", " The user lives in Lyon ", T0)
+    assert await store.import_records([retired, twin]) == 1
+    assert await store.count() == 2
+    assert await store.get("old-lyon", include_superseded=True) == retired
+    await store.aclose()
+
+
 async def test_a_failed_supersede_writes_nothing_not_even_a_new_scope(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "m.db")
     old = await store.add("The user lives in Lyon")
@@ -199,6 +254,27 @@ async def test_a_failed_supersede_writes_nothing_not_even_a_new_scope(tmp_path: 
     assert rows(tmp_path / "m.db", "SELECT count(*) FROM memory_scopes") == before
     assert [m.id for m in await store.list()] == [old.id]
     await store.aclose()
+
+
+async def test_two_processes_superseding_one_memory_retire_it_once(tmp_path: Path) -> None:
+    # Two stores on one file, each with its own connection and thread: their transactions
+    # take the write lock in turn, so whichever comes second finds the memory retired.
+    first, second = SQLiteStore(tmp_path / "m.db"), SQLiteStore(tmp_path / "m.db")
+    old = await first.add("The user lives in Lyon")
+    outcomes = await asyncio.gather(
+        first.supersede([old.id], "The user lives in Berlin"),
+        second.supersede([old.id], "The user lives in Oslo"),
+        return_exceptions=True,
+    )
+    [won] = [o for o in outcomes if not isinstance(o, BaseException)]
+    [lost] = [o for o in outcomes if isinstance(o, BaseException)]
+    assert isinstance(lost, InvalidArgumentError) and won.id in str(lost)
+    retired = await first.get(old.id, include_superseded=True)
+    assert retired is not None and retired.superseded_by == won.id
+    assert [v.change for v in await first.history(old.id)] == ["supersede"]
+    assert [m.id for m in await second.list()] == [won.id]
+    await first.aclose()
+    await second.aclose()
 
 
 async def test_the_chain_is_followed_through_a_deleted_memory(tmp_path: Path) -> None:

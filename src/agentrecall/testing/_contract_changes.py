@@ -148,7 +148,10 @@ class ChangesContract(ContractBase):
     async def test_supersede_retires_several_memories_by_one(
         self, store: Any, clock: ManualClock
     ) -> None:
-        """Every id given is retired by the one new memory, each once, with one version."""
+        """Every id given is retired by the one new memory, each once, with one version.
+
+        The new memory's history holds both versions; each old one's holds only its own.
+        """
         require(store, Capability.SUPERSEDE, Capability.GET, Capability.HISTORY)
         first, second, bystander = await add_in_turn(
             store, clock, ["Drinks tea in the morning", "Drinks tea after lunch", "Drinks water"]
@@ -162,6 +165,8 @@ class ChangesContract(ContractBase):
             assert await store.get(old) is None
             record = await store.get(old, include_superseded=True)
             assert record is not None and record.superseded_by == new.id
+            # Its history follows the chain forward (its successor, which keeps no versions)
+            # and backward, never sideways to the memories retired with it.
             (version,) = await store.history(old)
             assert (version.memory_id, version.change, version.reason) == (
                 old,
@@ -523,7 +528,7 @@ class ChangesContract(ContractBase):
         keyword_cases = [
             ("user lives", [(old, "The user lives in Lyon")]),
             ("dentist", [(dentist, "The dentist is on Main Street")]),
-            ("Park Elm Road", []),
+            ("Elm Road", []),
             ("spare key", [(key, "A spare key is with the neighbour")]),
             ("mat", []),
             ("bicycle", []),

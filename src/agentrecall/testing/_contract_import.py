@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -164,7 +165,8 @@ class ImportContract(ContractBase):
         memory = await source.scope(user_id="ana").add("Lapsed visa", {"n": 1}, expires_at=expiry)
         run_out(clock, expiry)
         found = [v async for page in source.versions(batch=1) for v in page]
-        assert found == [
+        # A store may record the memory's creation in its versions, or leave it out.
+        assert [dataclasses.replace(v, created_at=None) for v in found] == [
             MemoryVersion("Lapsed visa", {"n": 1}, expiry, "expire", None, memory.id, "ana")
         ]
         assert await copy.import_versions(found) == 1

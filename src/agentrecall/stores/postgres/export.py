@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 async def snapshot(
     connection: Connection, tables: Tables, scope: Scope, batch: int, sink: SnapshotSink
 ) -> None:
-    """Hand ``sink`` every unexpired memory of ``scope`` and every version it keeps.
+    """Hand ``sink`` every unexpired memory of ``scope``, retired ones too, and every version.
 
     An expired memory that no write has moved to the history yet is handed on as the version
     its expiry makes, as :func:`~agentrecall.stores.postgres.reads.history` shows it.
@@ -48,7 +48,7 @@ async def snapshot(
     await connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
     # One time for both: a memory expiring meanwhile is then a record or a version, once.
     now = utc_timestamp()
-    where, params = tables.where(Conditions(scope), now)
+    where, params = tables.where(Conditions(scope, include_superseded=True), now)
     history, history_params = tables.scope_where(scope, "h")
     expired, expired_params = reads.expired_query(tables, scope, now)
     memories = await _one(

@@ -9,6 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from agentrecall._internal.clock import utc_timestamp
+from agentrecall.stores.front import Conditions
+from agentrecall.stores.postgres import moments
+from agentrecall.stores.postgres.moments import unmarked_after
 from agentrecall.stores.postgres.tables import (
     RECORD_COLUMNS,
     VERSION_COLUMNS,
@@ -45,64 +48,122 @@ EXPIRY_VERSION_COLUMNS = (
 
 
 async def get(
-    connection: Connection, tables: Tables, memory_id: str, where: str, params: Params
+    connection: Connection, tables: Tables, memory_id: str, conditions: Conditions, now: str
 ) -> MemoryRecord | None:
-    """Return the memory with ``memory_id`` that meets ``where``, or ``None``."""
+    """Return the memory with ``memory_id`` that meets ``conditions`` at ``now``, or ``None``."""
+    source, params = _source(tables, conditions, now)
     cursor = await connection.execute(
-        f"SELECT {RECORD_COLUMNS} FROM {tables.records} WHERE m.id = %s AND {where}",
-        [memory_id, *params],
+        f"SELECT {RECORD_COLUMNS} FROM {source} AND m.id = %s", [*params, memory_id]
     )
     row = await cursor.fetchone()
-    return None if row is None else record(row)
+    return None if row is None else unmarked_after(record(row), conditions.as_of)
 
 
 async def page(
     connection: Connection,
     tables: Tables,
-    where: str,
-    params: Params,
+    conditions: Conditions,
+    now: str,
     offset: int,
     limit: int | None,
 ) -> list[MemoryRecord]:
-    """Return the memories meeting ``where``, oldest first, from ``offset``, at most ``limit``."""
+    """Return the memories meeting ``conditions``, oldest first, from ``offset``, at most ``limit``.
+
+    Oldest is first stored; with ``as_of``, first created (a version without ``created_at``
+    before every memory), then by id.
+    """
+    source, params = _source(tables, conditions, now)
+    order = "m.seq" if conditions.as_of is None else "m.created_at NULLS FIRST, m.id"
     cursor = await connection.execute(
-        f"SELECT {RECORD_COLUMNS} FROM {tables.records} WHERE {where} "
-        "ORDER BY m.seq LIMIT %s OFFSET %s",
+        f"SELECT {RECORD_COLUMNS} FROM {source} ORDER BY {order} LIMIT %s OFFSET %s",
         [*params, limit, offset],
     )
-    return [record(row) for row in await cursor.fetchall()]
+    return [unmarked_after(record(row), conditions.as_of) for row in await cursor.fetchall()]
 
 
-async def count(connection: Connection, tables: Tables, where: str, params: Params) -> int:
-    """Return how many memories meet ``where``."""
-    cursor = await connection.execute(
-        f"SELECT count(*) FROM {tables.memories} AS m WHERE {where}", params
-    )
+async def count(connection: Connection, tables: Tables, conditions: Conditions, now: str) -> int:
+    """Return how many memories meet ``conditions``."""
+    if conditions.as_of is None:
+        where, params = tables.where(conditions, now)
+        query = f"SELECT count(*) FROM {tables.memories} AS m WHERE {where}"
+    else:
+        live, live_params = moments.live_part(tables, conditions, now)
+        kept, kept_params = moments.history_part(tables, conditions)
+        query = f"SELECT count(*) FROM ({live} UNION ALL {kept}) AS m"
+        params = [*live_params, *kept_params]
+    cursor = await connection.execute(query, params)
     row = await cursor.fetchone()
     return int(row[0]) if row else 0
+
+
+def _source(tables: Tables, conditions: Conditions, now: str) -> tuple[str, Params]:
+    """Return the FROM source of records meeting ``conditions`` and a WHERE clause begun."""
+    if conditions.as_of is None:
+        where, params = tables.where(conditions, now)
+        return f"{tables.records} WHERE {where}", params
+    source, params = moments.held(tables, conditions, now)
+    return f"{source} WHERE TRUE", params
 
 
 async def history(
     connection: Connection, tables: Tables, scope: Scope, memory_id: str
 ) -> list[MemoryVersion]:
-    """Return the replaced versions of a memory of ``scope``, oldest first.
+    """Return the replaced versions of a memory of ``scope`` and of its chain, oldest first.
 
-    A memory that expired is its last version even before a write moves it to the history.
+    The chain is every memory ``memory_id`` replaced or was replaced by, transitively
+    (``superseded_by`` of the memories and, for deleted ones, of their versions), read by one
+    recursive statement over the successor indexes. A memory that expired is its last version
+    even before a write moves it to the history. A single memory's versions come in the order
+    it kept them; a chain's by ``changed_at``, then memory id, then that order.
     """
+    chain = await _chain(connection, tables, memory_id)
     where, params = tables.scope_where(scope, "h")
     cursor = await connection.execute(
-        f"SELECT {VERSION_COLUMNS} FROM {tables.versions} WHERE h.id = %s AND {where} "
-        "ORDER BY h.seq",
-        [memory_id, *params],
+        f"SELECT h.seq, {VERSION_COLUMNS} FROM {tables.versions} WHERE h.id = ANY(%s) "
+        f"AND {where} ORDER BY h.seq",
+        [chain, *params],
     )
     rows = await cursor.fetchall()
     where, params = tables.scope_where(scope, "m")
     cursor = await connection.execute(
-        f"SELECT {EXPIRY_VERSION_COLUMNS} FROM {tables.records} "
-        f"WHERE m.id = %s AND {where} AND {EXPIRED}",
-        [memory_id, *params, utc_timestamp()],
+        f"SELECT {EXPIRED_SEQ}::bigint, {EXPIRY_VERSION_COLUMNS} FROM {tables.records} "
+        f"WHERE m.id = ANY(%s) AND {where} AND {EXPIRED}",
+        [chain, *params, utc_timestamp()],
     )
-    return [version(row) for row in [*rows, *await cursor.fetchall()]]
+    found = [*rows, *await cursor.fetchall()]
+    if len(chain) > 1:
+        found.sort(key=lambda row: (row[3], row[6], row[0]))
+    return [version(row[1:]) for row in found]
+
+
+async def _chain(connection: Connection, tables: Tables, memory_id: str) -> list[str]:
+    """Return the ids of ``memory_id``'s chain: itself, its successors and its predecessors.
+
+    Successors are followed forward only and predecessors backward only, each transitively:
+    two memories retired by one are not each other's chain.
+    """
+    memories, history, store = tables.memories, tables.history, tables.store
+    successors = (
+        f"SELECT m.superseded_by FROM {memories} AS m WHERE m.store = %s AND m.id = c.id "
+        "AND m.superseded_by IS NOT NULL "
+        f"UNION ALL SELECT h.superseded_by FROM {history} AS h WHERE h.store = %s "
+        "AND h.id = c.id AND h.superseded_by IS NOT NULL"
+    )
+    predecessors = (
+        f"SELECT m.id FROM {memories} AS m WHERE m.store = %s AND m.superseded_by = c.id "
+        f"UNION ALL SELECT h.id FROM {history} AS h WHERE h.store = %s "
+        "AND h.superseded_by = c.id"
+    )
+    start = '%s::text COLLATE "C"'
+    cursor = await connection.execute(
+        f"WITH RECURSIVE later (id) AS (SELECT {start} UNION "
+        f"SELECT n.id FROM later AS c CROSS JOIN LATERAL ({successors}) AS n (id)), "
+        f"earlier (id) AS (SELECT {start} UNION "
+        f"SELECT n.id FROM earlier AS c CROSS JOIN LATERAL ({predecessors}) AS n (id)) "
+        "SELECT id FROM later UNION SELECT id FROM earlier",
+        [memory_id, store, store, memory_id, store, store],
+    )
+    return [row[0] for row in await cursor.fetchall()]
 
 
 async def versions(

@@ -15,9 +15,10 @@ The tables:
 * ``scopes (scope, store, user_id, agent_id, session_id)``: each exact scope of a store, once
   (scope ids are never empty strings, so ``coalesce(id, '')`` tells "none" apart).
 * ``memories``: ``seq`` orders them (list order, ties in search); ``id`` is the public id,
-  unique per store; ``(scope, content_hash)`` is unique among current memories, the dedup key: the 128-bit BLAKE2b
-  digest of the stripped content (:func:`~agentrecall.stores.contentkeys.content_hash`), so
-  concurrent adds of one content in one scope store it once, by ``ON CONFLICT``. ``terms`` is
+  unique per store; ``(scope, content_hash)`` is unique among current memories, the dedup
+  key: the 128-bit BLAKE2b digest of the stripped content
+  (:func:`~agentrecall.stores.contentkeys.content_hash`), so concurrent adds of one content
+  in one scope store it once, by ``ON CONFLICT``. ``terms`` is
   the content's terms as :func:`~agentrecall.retrieval.keywords.keyword_terms` reads them, with
   positions, under a GIN index; ``length`` is how many terms it has, for BM25.
 * ``history``: the versions updates, deletes and expiry replaced.
@@ -471,24 +472,28 @@ MIGRATIONS: list[Migration] = [
     # is among current memories only, so the content of a retired memory may come back as a
     # new one: the key becomes partial, and add_memory names its predicate (and reads only a
     # current holder). The chain is followed by superseded_by both ways; as_of reads the
-    # versions changed after a moment.
+    # versions changed after a moment. Written to run again over its own columns (IF NOT
+    # EXISTS), as a schema rebuilt by hand from an older release's tables may hold them.
     """
-    ALTER TABLE {schema}.memories ADD COLUMN invalidated_at text COLLATE "C",
-        ADD COLUMN superseded_by text COLLATE "C", ADD COLUMN valid_from text COLLATE "C",
-        ADD COLUMN valid_until text COLLATE "C";
-    ALTER TABLE {schema}.history ADD COLUMN created_at text COLLATE "C",
-        ADD COLUMN invalidated_at text COLLATE "C", ADD COLUMN superseded_by text COLLATE "C",
-        ADD COLUMN valid_from text COLLATE "C", ADD COLUMN valid_until text COLLATE "C";
+    ALTER TABLE {schema}.memories ADD COLUMN IF NOT EXISTS invalidated_at text COLLATE "C",
+        ADD COLUMN IF NOT EXISTS superseded_by text COLLATE "C",
+        ADD COLUMN IF NOT EXISTS valid_from text COLLATE "C",
+        ADD COLUMN IF NOT EXISTS valid_until text COLLATE "C";
+    ALTER TABLE {schema}.history ADD COLUMN IF NOT EXISTS created_at text COLLATE "C",
+        ADD COLUMN IF NOT EXISTS invalidated_at text COLLATE "C",
+        ADD COLUMN IF NOT EXISTS superseded_by text COLLATE "C",
+        ADD COLUMN IF NOT EXISTS valid_from text COLLATE "C",
+        ADD COLUMN IF NOT EXISTS valid_until text COLLATE "C";
     UPDATE {schema}.history AS h SET created_at = m.created_at FROM {schema}.memories AS m
-        WHERE m.store = h.store AND m.id = h.id;
-    DROP INDEX {schema}.memories_dedup;
+        WHERE m.store = h.store AND m.id = h.id AND h.created_at IS NULL;
+    DROP INDEX IF EXISTS {schema}.memories_dedup;
     CREATE UNIQUE INDEX memories_dedup ON {schema}.memories (scope, content_hash)
         WHERE invalidated_at IS NULL;
-    CREATE INDEX memories_successor ON {schema}.memories (store, superseded_by)
+    CREATE INDEX IF NOT EXISTS memories_successor ON {schema}.memories (store, superseded_by)
         WHERE superseded_by IS NOT NULL;
-    CREATE INDEX history_successor ON {schema}.history (store, superseded_by)
+    CREATE INDEX IF NOT EXISTS history_successor ON {schema}.history (store, superseded_by)
         WHERE superseded_by IS NOT NULL;
-    CREATE INDEX history_changed ON {schema}.history (store, changed_at)
+    CREATE INDEX IF NOT EXISTS history_changed ON {schema}.history (store, changed_at)
         WHERE change <> 'supersede';
     CREATE OR REPLACE FUNCTION {schema}.add_memory(
         a_store integer, a_scope bigint, a_id text, a_content text, a_hash bytea,

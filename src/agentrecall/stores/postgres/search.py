@@ -26,11 +26,12 @@ are mostly old), so the candidates are exactly the newest ``k`` either way.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from agentrecall.retrieval.bm25 import LONG_TEXT, rerank
+from agentrecall.retrieval.keywords import distinct_terms
 from agentrecall.retrieval.plan import CANDIDATES, TermPlan, plan_terms
 from agentrecall.stores.postgres import longterms
 from agentrecall.stores.postgres.rows import tsquery
@@ -86,13 +87,21 @@ async def keyword(
     limit: int,
     where: str,
     params: Params,
+    *,
+    marked: bool = False,
+    versions: Sequence[Any] = (),
 ) -> Scored:
     """Return the best ``limit`` memories meeting ``where`` for the query ``terms``, by BM25.
 
     ``terms`` maps the query's words to their terms, as
-    :func:`~agentrecall.retrieval.bm25.query_terms` gives them.
+    :func:`~agentrecall.retrieval.bm25.query_terms` gives them. With ``marked`` the rows
+    carry ``invalidated_at`` and ``superseded_by`` too. ``versions`` are candidates read
+    from the history (an ``as_of`` search's history part), rows of the same shape: they count
+    in the term statistics and are ranked with the memories, as if they were indexed.
     """
     stats = await _statistics(connection, tables, sorted(set(terms.values())))
+    found = _Versions.of(versions, set(terms.values()))
+    stats = found.counted(stats)
     if not stats.memories:
         return []
     plans = plan_terms(stats.df, stats.memories, POSTINGS_BUDGET)
@@ -100,29 +109,75 @@ async def keyword(
     for plan in plans:
         if plan.postings != 0:
             _add_part(statement, tables, plan, _floor(plan, stats), where, params)
+    if not statement.members and not found.candidates:
+        return []
+    rows = await _candidates(connection, tables, statement, limit, marked)
+    weights = {plan.term: plan.weight for plan in plans}
+    unread = [row[0] for row in rows if row[2] is None]
+    kept = await longterms.stored(connection, tables, unread, weights)
+    rows = await _with_contents(connection, tables, rows, set(unread) - kept.keys())
+    rows += found.candidates
+    average = stats.length / stats.memories
+    ranked = rerank(weights, rows, _text, _seq, average, limit, lambda row: kept.get(row[0]))
+    hits = await _with_contents(connection, tables, [row for _, row in ranked], set(unread))
+    read = {row[0]: row for row in hits}
+    return [(score, read[row[0]]) for score, row in ranked if row[0] in read]
+
+
+@dataclass(frozen=True, slots=True)
+class _Versions:
+    """The history part's version rows as the statistics count them, and those to rank."""
+
+    memories: int
+    length: int
+    df: dict[str, int]
+    candidates: list[Any]
+
+    @classmethod
+    def of(cls, rows: Sequence[Any], wanted: set[str]) -> _Versions:
+        """Count ``rows`` (text at index 2) and keep those holding a term of ``wanted``."""
+        length = 0
+        df: dict[str, int] = {}
+        candidates = []
+        for row in rows:
+            terms, size = distinct_terms(row[2])
+            length += size
+            held = wanted.intersection(terms)
+            for term in held:
+                df[term] = df.get(term, 0) + 1
+            if held:
+                candidates.append(row)
+        return cls(len(rows), length, df, candidates)
+
+    def counted(self, stats: Statistics) -> Statistics:
+        """Return ``stats`` with these versions counted in, as if the index held them."""
+        df = dict(stats.df)
+        for term, n in self.df.items():
+            df[term] = df.get(term, 0) + n
+        return Statistics(
+            stats.memories + self.memories, stats.length + self.length, df, stats.first, stats.last
+        )
+
+
+async def _candidates(
+    connection: Connection, tables: Tables, statement: _Statement, limit: int, marked: bool
+) -> list[Any]:
+    """Return the memories of ``statement``'s postings with the highest summed term weights."""
     if not statement.members:
         return []
     windows = f"{', '.join(statement.windows)}, " if statement.windows else ""
+    marks = ", m.invalidated_at, m.superseded_by" if marked else ""
     cursor = await connection.execute(
         f"WITH {windows}c AS (SELECT seq FROM ({' UNION ALL '.join(statement.members)}) AS p "
         "GROUP BY seq ORDER BY sum(w) DESC, seq DESC LIMIT %s) "
         # A long content is read only if it is a hit, or has no kept counts: reading 4 MB
         # took longer than the rest of the search.
         f"SELECT m.seq, m.id, CASE WHEN octet_length(m.content) > {LONG_TEXT} THEN NULL "
-        f"ELSE m.content END, m.metadata::text FROM c JOIN {tables.memories} AS m "
+        f"ELSE m.content END, m.metadata::text{marks} FROM c JOIN {tables.memories} AS m "
         "ON m.seq = c.seq",
         [*statement.window_params, *statement.member_params, max(CANDIDATES, limit)],
     )
-    rows = await cursor.fetchall()
-    weights = {plan.term: plan.weight for plan in plans}
-    unread = [row[0] for row in rows if row[2] is None]
-    kept = await longterms.stored(connection, tables, unread, weights)
-    rows = await _with_contents(connection, tables, rows, set(unread) - kept.keys())
-    average = stats.length / stats.memories
-    ranked = rerank(weights, rows, _text, _seq, average, limit, lambda row: kept.get(row[0]))
-    hits = await _with_contents(connection, tables, [row for _, row in ranked], set(unread))
-    read = {row[0]: row for row in hits}
-    return [(score, read[row[0]]) for score, row in ranked if row[0] in read]
+    return list(await cursor.fetchall())
 
 
 async def _with_contents(
@@ -140,7 +195,7 @@ async def _with_contents(
     )
     contents = dict(await cursor.fetchall())
     return [
-        row if row[2] is not None else (row[0], row[1], contents[row[0]], row[3])
+        row if row[2] is not None else (row[0], row[1], contents[row[0]], *row[3:])
         for row in rows
         if row[2] is not None or row[0] in contents
     ]

@@ -35,6 +35,7 @@ from agentrecall.stores.postgres import (
     export,
     imports,
     longterms,
+    moments,
     reads,
     reindex,
     search,
@@ -525,8 +526,7 @@ class PostgresStore(front.StoreFront):
         if mode == "keyword" and not conversation:
 
             async def ranked(connection: Connection, tables: Tables) -> front.Entries:
-                where, params = tables.where(conditions, now)
-                return hits(await search.keyword(connection, tables, terms, limit, where, params))
+                return hits(await _keyword(connection, tables, terms, limit, conditions, now))
 
             return await self._read(ranked, [])
         pool = pool_size(mode, conversation, limit)
@@ -560,8 +560,7 @@ class PostgresStore(front.StoreFront):
             return []
 
         async def read(connection: Connection, tables: Tables) -> list[Hit]:
-            where, params = tables.where(conditions, now)
-            found = await search.keyword(connection, tables, terms, wanted, where, params)
+            found = await _keyword(connection, tables, terms, wanted, conditions, now)
             return [keyword_hit(entry) for entry in hits(found)]
 
         return await self._read(read, [])
@@ -580,25 +579,30 @@ class PostgresStore(front.StoreFront):
         async def read(connection: Connection, tables: Tables) -> list[Hit]:
             where, params = tables.where(conditions, now)
             narrowed = conditions.filtered or conditions.scope != Scope()
-            return await vectors.nearest(
-                connection, tables, model, vector, where, params, wanted, narrowed
+            marked = conditions.include_superseded
+            found = await vectors.nearest(
+                connection, tables, model, vector, where, params, wanted, narrowed, marked
             )
+            kept = await moments.versions_held(connection, tables, conditions)
+            return [*found, *await model.nearest_of(vector, kept, wanted)]
 
         try:
-            return await self._read(read, [])
+            found: list[Hit] = await self._read(read, [])
         except vectors.SemanticUnavailableError as error:
             # As every other failure of the store does, it names the store and the database.
             raise vectors.SemanticUnavailableError(
                 f"memory store '{self._root_name}' ({self._address}): {error}"
             ) from None
+        if conditions.include_superseded:
+            found = [moments.marked_hit(hit, conditions) for hit in found]
+        return sorted(found, key=lambda hit: -(hit.semantic or 0.0))[:wanted]
 
     async def _get(self, memory_id: str, conditions: front.Conditions) -> MemoryRecord | None:
         if not keyable(memory_id):
             return None
 
         async def read(connection: Connection, tables: Tables) -> MemoryRecord | None:
-            where, params = tables.where(conditions, utc_timestamp())
-            return await reads.get(connection, tables, memory_id, where, params)
+            return await reads.get(connection, tables, memory_id, conditions, utc_timestamp())
 
         return await self._read(read, None)
 
@@ -625,15 +629,13 @@ class PostgresStore(front.StoreFront):
         self, conditions: front.Conditions, offset: int, limit: int | None
     ) -> front.RecordList:
         async def read(connection: Connection, tables: Tables) -> front.RecordList:
-            where, params = tables.where(conditions, utc_timestamp())
-            return await reads.page(connection, tables, where, params, offset, limit)
+            return await reads.page(connection, tables, conditions, utc_timestamp(), offset, limit)
 
         return await self._read(read, [])
 
     async def _count(self, conditions: front.Conditions) -> int:
         async def read(connection: Connection, tables: Tables) -> int:
-            where, params = tables.where(conditions, utc_timestamp())
-            return await reads.count(connection, tables, where, params)
+            return await reads.count(connection, tables, conditions, utc_timestamp())
 
         return await self._read(read, 0)
 
@@ -848,6 +850,32 @@ class PostgresStore(front.StoreFront):
                     return [await work(connection, tables)]
 
         return await _retried(attempt)
+
+
+async def _keyword(
+    connection: Connection,
+    tables: Tables,
+    terms: dict[str, str],
+    limit: int,
+    conditions: front.Conditions,
+    now: str,
+) -> search.Scored:
+    """Return the best ``limit`` memories for ``terms`` meeting ``conditions``, by BM25.
+
+    With ``as_of``, the live part is searched through the index and the history part's
+    versions are ranked with it (:mod:`.moments`); retired hits are marked as
+    ``include_superseded`` asks.
+    """
+    where, params = tables.where(conditions, now)
+    kept = await moments.versions_held(connection, tables, conditions)
+    superseded = conditions.include_superseded
+    found = await search.keyword(
+        connection, tables, terms, limit, where, params, marked=superseded, versions=kept
+    )
+    if not superseded:
+        return found
+    rows = moments.marked([row for _, row in found], conditions)
+    return [(score, row) for (score, _), row in zip(found, rows, strict=True)]
 
 
 async def _none() -> list[Hit]:

@@ -143,15 +143,15 @@ class Tables:
         return parts, params
 
 
-def live_at(moment: str) -> tuple[str, Params]:
-    """Return the test over ``m`` of a row of ``memories`` that holds its state at ``moment``.
+def live_at(moment: str, alias: str = "m") -> tuple[str, Params]:
+    """Return the test over ``alias`` of a row of ``memories`` holding its state at ``moment``.
 
     Created by then, not updated since (an update after it left that state in the history),
     not expired by then. A row retired after ``moment`` still has its content of then.
     """
     return (
-        "m.created_at <= %s AND (m.updated_at IS NULL OR m.updated_at <= %s) "
-        "AND (m.expires_at IS NULL OR m.expires_at > %s)",
+        f"{alias}.created_at <= %s AND ({alias}.updated_at IS NULL OR {alias}.updated_at <= %s) "
+        f"AND ({alias}.expires_at IS NULL OR {alias}.expires_at > %s)",
         [moment, moment, moment],
     )
 

@@ -104,6 +104,33 @@ class Vectors:
         (row,) = await asyncio.to_thread(self._unit, [text])
         return None if not row else "[" + row + "]"
 
+    async def nearest_of(self, query: str, rows: Sequence[Any], wanted: int) -> list[Hit]:
+        """Return the ``wanted`` of candidate ``rows`` closest to ``query``, each embedded now.
+
+        For the few versions an ``as_of`` search reads from the history, which have no stored
+        vector: rows are ``(seq, id, content, metadata JSON)``, marks after them as
+        :func:`nearest` takes them; ``query`` is :meth:`query`'s text. Only positive
+        similarities count, as in :func:`nearest`.
+        """
+        if not rows:
+            return []
+        texts = [row[2] for row in rows]
+        similarities = await asyncio.to_thread(self._similarities, query, texts)
+        found = [
+            with_marks(semantic_hit(row[1:4], similarity), row[4:])
+            for row, similarity in zip(rows, similarities, strict=True)
+            if similarity > 0
+        ]
+        return sorted(found, key=lambda hit: -(hit.semantic or 0.0))[:wanted]
+
+    def _similarities(self, query: str, texts: list[str]) -> list[float]:
+        """Return the cosine similarity of each text's vector to the unit vector ``query``."""
+        import numpy
+
+        unit = numpy.array([float(value) for value in query[1:-1].split(",")])
+        vectors = l2_normalize(embed_checked(self.embedder, texts))
+        return [float(value) for value in vectors @ unit]
+
     def _unit(self, texts: list[str]) -> list[str]:
         """Return the unit vectors of ``texts`` as comma-separated numbers, ``""`` for zero."""
         vectors = l2_normalize(embed_checked(self.embedder, texts))
@@ -442,8 +469,11 @@ async def nearest(
     params: Params,
     wanted: int,
     narrowed: bool,
+    marked: bool = False,
 ) -> list[Hit]:
     """Return the ``wanted`` memories meeting ``where`` closest to ``query``, best first.
+
+    With ``marked``, a retired memory's hit carries ``_invalidatedAt`` and ``_supersededBy``.
 
     Only memories whose cosine similarity to the query is positive are returned. A search
     ``narrowed`` by a scope, a filter or time bounds to at most :data:`EXACT_UNDER` memories
@@ -479,11 +509,27 @@ async def nearest(
         raise SemanticUnavailableError(INSTALL)
     _refuse_other(tables, vectors, (row[1], row[2]))
     search = _exact if row[3] is not None and int(row[3]) <= EXACT_UNDER else _walk
-    text, values = search(tables, int(vectors.dimension), query, where, params, wanted)
+    marks = ", invalidated_at, superseded_by" if marked else ""
+    text, values = search(tables, int(vectors.dimension), query, where, params, wanted, marks)
     cursor = await connection.execute(text, values)
     found: list[Any] = await cursor.fetchall()
     ranked = sorted((row for row in found if row[3] > 0), key=lambda row: -row[3])
-    return [semantic_hit(row[:3], float(row[3])) for row in ranked]
+    return [with_marks(semantic_hit(row[:3], float(row[3])), row[4:]) for row in ranked]
+
+
+def with_marks(hit: Hit, marks: Sequence[Any]) -> Hit:
+    """Return ``hit`` carrying its memory's retirement ``(invalidated_at, superseded_by)``.
+
+    No marks (an empty ``marks``, or a current memory's) leave it as it is.
+    """
+    if not marks or marks[0] is None:
+        return hit
+    hit.metadata = {
+        **(hit.metadata or {}),
+        "_invalidatedAt": marks[0],
+        "_supersededBy": marks[1],
+    }
+    return hit
 
 
 def _bounded_count(tables: Tables, where: str, narrowed: bool) -> str:
@@ -497,13 +543,22 @@ def _bounded_count(tables: Tables, where: str, narrowed: bool) -> str:
 
 
 def _walk(
-    tables: Tables, dimension: int, query: str, where: str, params: Params, wanted: int
+    tables: Tables,
+    dimension: int,
+    query: str,
+    where: str,
+    params: Params,
+    wanted: int,
+    marks: str = "",
 ) -> tuple[str, Params]:
-    """The search walking the HNSW index, whose expression its ``ORDER BY`` repeats."""
+    """The search walking the HNSW index, whose expression its ``ORDER BY`` repeats.
+
+    ``marks`` is more columns of the memory to select (``", invalidated_at, ..."``).
+    """
     cast = f"vector({dimension})"
     distance = f"(v.embedding::{cast}) <=> %s::{cast}"
     return (
-        f"SELECT m.id, m.content, m.metadata::text, 1 - ({distance}) FROM "
+        f"SELECT m.id, m.content, m.metadata::text, 1 - ({distance}){marks} FROM "
         f"{tables.schema}.vectors AS v JOIN {tables.memories} AS m ON m.seq = v.seq "
         f"WHERE v.store = %s AND cardinality(v.embedding) = {dimension} AND {where} "
         f"ORDER BY {distance} LIMIT %s"
@@ -511,9 +566,17 @@ def _walk(
 
 
 def _exact(
-    tables: Tables, dimension: int, query: str, where: str, params: Params, wanted: int
+    tables: Tables,
+    dimension: int,
+    query: str,
+    where: str,
+    params: Params,
+    wanted: int,
+    marks: str = "",
 ) -> tuple[str, Params]:
     """The search comparing the query with every memory meeting ``where``.
+
+    ``marks`` is more columns of the memory to select, as in :func:`_walk`.
 
     The memories are read first (a MATERIALIZED CTE, through whichever index serves the
     conditions), then their vectors by key. ``cosine_distance()`` is the function behind
@@ -521,13 +584,13 @@ def _exact(
     """
     cast = f"vector({dimension})"
     return (
-        f"WITH f AS MATERIALIZED (SELECT m.seq, m.id, m.content, m.metadata "
+        f"WITH f AS MATERIALIZED (SELECT m.seq, m.id, m.content, m.metadata{marks} "
         f"FROM {tables.memories} AS m WHERE {where}), "
-        "d AS (SELECT f.seq, f.id, f.content, f.metadata, "
+        f"d AS (SELECT f.*, "
         f"cosine_distance(v.embedding::{cast}, %s::{cast}) AS distance "
         f"FROM f JOIN {tables.schema}.vectors AS v ON v.seq = f.seq "
         f"WHERE v.store = %s AND cardinality(v.embedding) = {dimension}) "
-        "SELECT id, content, metadata::text, 1 - distance FROM d "
+        f"SELECT id, content, metadata::text, 1 - distance{marks} FROM d "
         "ORDER BY distance, seq DESC LIMIT %s"
     ), [*params, query, tables.store, wanted]
 

@@ -11,7 +11,7 @@ memory that way would cost a lookup per memory, so a read of ``T`` has two parts
   after ``T``, their first version replaced after ``T``, shaped as a row of ``memories``
   (alias ``m``) so that the same conditions apply, less those only a live row meets. Its cost
   grows with the number of versions replaced after ``T``, found by the index on
-  ``changed_at``.
+  ``changed_at`` that holds only those kinds of change.
 
 A state is held at ``T`` when it was created by then (a version kept before stores recorded
 ``created_at`` counts as created before any moment) and not retired by then (unless retired
@@ -40,8 +40,9 @@ _CHANGED_SINCE = (
 )
 """The memories with a version replaced after the moment that only the history holds.
 
-Read by time: left to itself, SQLite may rather walk the whole history in id order to group
-it, whatever the moment."""
+Read by time, through the partial index of those changes (its condition stated as the index
+states it): left to itself, SQLite may rather walk the whole history in id order to group it,
+whatever the moment."""
 
 _FIRST_AFTER = (
     "SELECT f.seq FROM memory_history AS f WHERE f.id = c.id AND f.changed_at > ? "
@@ -163,6 +164,8 @@ class Then:
 
     def rows(self, rows: Sequence[Row]) -> list[Row]:
         """Return candidate rows as they were at the moment (see :func:`row_then`)."""
+        if self.as_of is None:
+            return list(rows)
         return [row_then(row, self.as_of) for row in rows]
 
 

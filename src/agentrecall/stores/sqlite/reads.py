@@ -21,6 +21,7 @@ from agentrecall.stores.scopes import Scope
 from agentrecall.stores.sqlite.moments import as_then, live_at, moment_conditions, past
 from agentrecall.stores.sqlite.query import scope_where
 from agentrecall.stores.sqlite.rows import (
+    CURRENT,
     EXPIRED,
     EXPIRY_VERSION_COLUMNS,
     RECORD_COLUMNS,
@@ -41,6 +42,11 @@ def conditions(found: Conditions, now: str | None = None) -> tuple[str, Params]:
     ``as_of``, these are the conditions of its live part (:mod:`.moments`), expiry included.
     """
     where, params = scope_where(found.scope, "m")
+    if params and (found.include_superseded or found.as_of is not None):
+        # Current memories are in the scope's part of the dedup index, retired ones in that
+        # of memories_retired: stated this way, SQLite reads both instead of every memory.
+        where = f"((m.{CURRENT} AND {where}) OR (m.invalidated_at IS NOT NULL AND {where}))"
+        params = [*params, *params]
     more, values = found.filter_and_bounds(_metadata_filter, "?")
     moments, moment_params = moment_conditions(found)
     live, live_params = live_at(found)

@@ -336,8 +336,11 @@ MIGRATIONS: list[Migration] = [
     # ``created_at`` filled from the memory where it still exists (older versions of deleted
     # memories keep none: reads of the past take them as created before any moment). Dedup
     # holds among current memories only, so content added again after its memory was retired
-    # is a new memory. Reads of the past find the versions replaced after a moment by time,
-    # and the chain of a memory through ``superseded_by`` either way.
+    # is a new memory; a scope's retired memories have an index of their own, which reads that
+    # include them use beside the dedup index. Reads of the past find the memories updated,
+    # deleted or expired after a moment by time (a retirement leaves the row as it was: those
+    # versions need no such lookup), and the chain of a memory through ``superseded_by``
+    # either way.
     """
     ALTER TABLE memories ADD COLUMN invalidated_at TEXT;
     ALTER TABLE memories ADD COLUMN superseded_by TEXT;
@@ -354,7 +357,9 @@ MIGRATIONS: list[Migration] = [
     CREATE UNIQUE INDEX memories_dedup ON memories (scope, content_hash)
         WHERE invalidated_at IS NULL;
     CREATE INDEX memories_successor ON memories (superseded_by) WHERE superseded_by IS NOT NULL;
-    CREATE INDEX memory_history_changed ON memory_history (changed_at);
+    CREATE INDEX memories_retired ON memories (scope) WHERE invalidated_at IS NOT NULL;
+    CREATE INDEX memory_history_changed ON memory_history (changed_at)
+        WHERE change IN ('update', 'delete', 'expire');
     CREATE INDEX memory_history_time ON memory_history (id, changed_at);
     CREATE INDEX memory_history_successor ON memory_history (superseded_by)
         WHERE superseded_by IS NOT NULL;

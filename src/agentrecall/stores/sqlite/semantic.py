@@ -27,6 +27,7 @@ from agentrecall.stores.hybrid import (
     merged,
     pool_size,
     rank,
+    semantic_hit,
 )
 from agentrecall.stores.records import hit as candidate_hit
 from agentrecall.stores.scopes import Scope
@@ -193,10 +194,14 @@ def _rows(db: sqlite3.Connection, seqs: Sequence[int], request: Request) -> dict
 
 def _hit(row: Any, similarity: float, then: Then) -> Hit:
     """Return the semantic hit of a candidate row, marked if its memory was retired then."""
-    found = candidate_hit(similarity, row_then(row, then.as_of))
-    metadata = dict(found.metadata or {})
-    del metadata["_relevanceScore"]
-    return Hit(str(found.id), found.content, metadata, semantic=similarity)
+    row = row_then(row, then.as_of)
+    hit = semantic_hit(row[1:4], similarity)
+    if row[4] is not None:
+        # Marked as a keyword hit is (records.hit), the score left to the ranking.
+        marked = dict(candidate_hit(similarity, row).metadata or {})
+        del marked["_relevanceScore"]
+        hit.metadata = marked
+    return hit
 
 
 def _with_past(

@@ -120,6 +120,12 @@ class SQLiteStore(StoreFront):
       ``changed_at`` is its final ``expires_at``, after any add that dedupped to it moved it
       later, or when it was written if that was already past), whether a write has purged
       it yet or not; so is it in :meth:`versions` and :meth:`snapshot`.
+    * Facts that change: :meth:`supersede` adds a memory and retires older ones in one
+      transaction; a retired memory keeps its row (and index entries, and vector), out of
+      default reads, found with ``include_superseded`` or an ``as_of`` before its retirement.
+      Dedup holds among current memories only. Default reads test retirement with the
+      checks they already make, never reading the history; ``as_of`` reads cost in proportion
+      to the versions kept after the moment (:mod:`~agentrecall.stores.sqlite.moments`).
     * Copies are exact: records carry their scope, :meth:`import_records` puts each back in
       it, and :meth:`versions` with :meth:`import_versions` copies the whole history, deleted
       memories' too (what :func:`agentrecall.migrate.migrate` does).
