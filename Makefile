@@ -66,6 +66,7 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_cli.py
 	$(BIN)/python benchmarks/bench_list.py
 	$(BIN)/python benchmarks/bench_long_memory.py
+	$(BIN)/python benchmarks/bench_changes.py
 	$(BIN)/python benchmarks/bench_postgres.py
 	$(BIN)/python benchmarks/postgres_recall.py
 
