@@ -14,7 +14,9 @@ from agentrecall.types import MemoryVersion
 def _row(seq: int, memory_id: str) -> tuple[Any, ...]:
     change = "expire" if seq == EXPIRED_SEQ else "update"
     moment = "2025-01-01T00:00:00.000Z"
-    return (seq, f"{memory_id} {seq}", None, moment, change, None, memory_id, None, None, None)
+    scope = (None, None, None)
+    lifetime = (None, None, None, None, None)  # created_at, retirement, world time
+    return (seq, f"{memory_id} {seq}", None, moment, change, None, memory_id, *scope, *lifetime)
 
 
 def _read(
