@@ -542,7 +542,8 @@ async def test_a_json_destination_refuses_to_lose_retired_memories_or_world_time
     with pytest.raises(
         InvalidArgumentError,
         match=rf"memory {lyon} was retired by memory {berlin} at .*would be current again; "
-        "migrate into an SQLite or PostgreSQL store$",
+        r"migrate into an SQLite or PostgreSQL store, or pass drop_superseded=True \(agentrecall "
+        r"migrate --drop-superseded\) to copy the current memories only, without world time$",
     ):
         await migrate_files(tmp_path / "a.db", out, flatten=True, drop_history=True)
     async with SQLiteStore(tmp_path / "dated.db") as dated:
@@ -550,3 +551,39 @@ async def test_a_json_destination_refuses_to_lose_retired_memories_or_world_time
     with pytest.raises(InvalidArgumentError, match=f"memory {memory.id} says when its fact"):
         await migrate_files(tmp_path / "dated.db", out)
     assert not out.exists()
+
+
+async def test_drop_superseded_copies_the_current_memories_without_world_time(
+    tmp_path: Path,
+) -> None:
+    lyon, berlin = await _with_changes(tmp_path / "a.db")
+    out = tmp_path / "b.json"
+    totals: list[int] = []
+    result = await migrate_files(
+        tmp_path / "a.db",
+        out,
+        flatten=True,
+        drop_history=True,
+        drop_superseded=True,
+        progress=lambda done, total: totals.append(total),
+    )
+    assert (result.copied, result.skipped) == (2, 0)
+    assert set(totals) == {2}  # the retired memory is not among those to copy
+    records = await JsonFileStore(name="copy", path=out).list()
+    assert sorted(record.content for record in records) == ["Likes tea", "Lives in Berlin"]
+    assert berlin in {record.id for record in records}
+    assert lyon not in {record.id for record in records}
+
+
+async def test_drop_superseded_into_sqlite_keeps_the_history_of_retired_memories(
+    tmp_path: Path,
+) -> None:
+    lyon, berlin = await _with_changes(tmp_path / "a.db")
+    result = await migrate_files(tmp_path / "a.db", tmp_path / "b.db", drop_superseded=True)
+    assert (result.copied, result.versions) == (2, 1)
+    async with SQLiteStore(tmp_path / "b.db") as copy:
+        assert await copy.count(include_superseded=True) == 2
+        assert await copy.get(lyon, include_superseded=True) is None
+        current = await copy.get(berlin)
+        assert current is not None and current.valid_from is None
+        assert [v.memory_id for v in await copy.history(lyon)] == [lyon]

@@ -129,6 +129,7 @@ async def migrate(
     flatten: bool = False,
     drop_history: bool = False,
     drop_expiry: bool = False,
+    drop_superseded: bool = False,
 ) -> MigrationResult:
     """Copy every memory of ``source`` into ``destination``, oldest first, ``batch`` at a time.
 
@@ -144,7 +145,8 @@ async def migrate(
     source with history unless ``drop_history``; one that keeps no expiry is refused a source
     with memories that expire unless ``drop_expiry`` (they would be kept for good); one that
     keeps no retirement or world time (a JSON file) is refused a source with retired memories
-    or world time (a retired memory would be current again). All are found out before
+    or world time (a retired memory would be current again) unless ``drop_superseded``. All
+    are found out before
     anything is written (for scopes, expiry and changes, by reading the source once more).
     Only ``updated_at`` has no place in a JSON file and is not kept there.
 
@@ -168,6 +170,9 @@ async def migrate(
             Equal texts of different scopes then dedup to one memory.
         drop_history: copy the memories without their history.
         drop_expiry: copy the memories without their expiry, to be kept for good.
+        drop_superseded: copy the current memories only, without their world time
+            (``valid_from``, ``valid_until``); the history, when copied, still holds the
+            retired ones' versions.
 
     Raises:
         InvalidArgumentError: ``batch`` is not an integer of at least 1, a flag is not a bool,
@@ -176,13 +181,15 @@ async def migrate(
         StorageError: the source kept losing memories through :data:`MAX_PASSES` passes.
         AgentRecallError: either store failed (a file that cannot be read or written).
     """
-    _check_options(batch, flatten, drop_history, drop_expiry)
-    with_history = await _plan(source, destination, batch, flatten, drop_history, drop_expiry)
-    total = await _count(source)
+    _check_options(batch, flatten, drop_history, drop_expiry, drop_superseded)
+    retired = not drop_superseded
+    flags = (flatten, drop_history, drop_expiry, retired)
+    with_history = await _plan(source, destination, batch, *flags)
+    total = await _count(source, retired)
     if progress is not None:
         progress(0, total)
     report = None if progress is None else lambda done: progress(done, total)
-    options = (batch, flatten, drop_expiry)
+    options = (batch, flatten, drop_expiry, retired)
     copied, skipped, shifted = await _copy_pass(source, destination, *options, report)
     for _ in range(MAX_PASSES - 1):
         if not shifted:
@@ -207,11 +214,13 @@ async def _copy_pass(
     batch: int,
     flatten: bool,
     drop_expiry: bool,
+    retired: bool,
     report: Callable[[int], None] | None,
 ) -> tuple[int, int, bool]:
     """Copy the source's memories page by page; return (copied, skipped, shifted).
 
-    ``flatten`` and ``drop_expiry`` are as :func:`migrate` takes them.
+    ``flatten`` and ``drop_expiry`` are as :func:`migrate` takes them; without ``retired``
+    (``drop_superseded``), current memories only, without their world time.
     Pages are read by offset, so a memory that leaves the source meanwhile (deleted, or
     expired) moves every later one a place back, and one would be missed. Each page is
     therefore read together with the last memory of the page before: ``shifted`` says that
@@ -223,9 +232,9 @@ async def _copy_pass(
     shifted = False
     while True:
         if last is None:
-            records = await _page(source, 0, batch)
+            records = await _page(source, 0, batch, retired)
         else:
-            records = await _page(source, done - 1, batch + 1)
+            records = await _page(source, done - 1, batch + 1, retired)
             if records and records[0].id == last:
                 records = records[1:]
             else:
@@ -235,6 +244,10 @@ async def _copy_pass(
         _check_text(records)
         if drop_expiry:
             records = [dataclasses.replace(record, expires_at=None) for record in records]
+        if not retired:
+            records = [
+                dataclasses.replace(record, valid_from=None, valid_until=None) for record in records
+            ]
         copied += await destination.import_records(_unscoped(records) if flatten else records)
         done += len(records)
         if report is not None:
@@ -273,7 +286,8 @@ def _check_options(batch: int, *flags: bool) -> None:
     if batch is None:  # check_limit lets None through, meaning "no limit"
         raise InvalidArgumentError("batch must be an integer of at least 1, got None")
     check_limit(batch, "batch")
-    for flag, value in zip(("flatten", "drop_history", "drop_expiry"), flags, strict=True):
+    names = ("flatten", "drop_history", "drop_expiry", "drop_superseded")
+    for flag, value in zip(names, flags, strict=True):
         if not isinstance(value, bool):
             raise InvalidArgumentError(f"{flag} must be True or False, got {value!r}")
 
@@ -297,17 +311,23 @@ async def _plan(
     flatten: bool,
     drop_history: bool,
     drop_expiry: bool,
+    retired: bool,
 ) -> bool:
-    """Return whether to copy history; refuse a copy that would lose scopes, expiry or history."""
+    """Return whether to copy history; refuse a copy that would lose scopes, expiry or history.
+
+    ``retired`` is false with ``drop_superseded``: then retirement and world time are
+    dropped on purpose, not lost.
+    """
     has, takes = _capabilities(source), _capabilities(destination)
     scopes = Capability.SCOPE in has and Capability.SCOPE not in takes and not flatten
     expiry = Capability.EXPIRY in has and Capability.EXPIRY not in takes and not drop_expiry
-    changes = Capability.SUPERSEDE in has and Capability.SUPERSEDE not in takes
+    changes = Capability.SUPERSEDE in has and Capability.SUPERSEDE not in takes and retired
     if scopes or expiry or changes:
         # One reading of the source finds the first memory that would lose any of them.
         lossy = await _first_of(
             source,
             batch,
+            retired,
             lambda record: (
                 (scopes and bool(_scope_label(record)))
                 or (expiry and record.expires_at is not None)
@@ -350,7 +370,9 @@ def _loss(record: MemoryRecord, scopes: bool, expiry: bool) -> str:
         return (
             f"the source holds memories that changed (memory {record.id} {what}) and the "
             "destination keeps no retired memories or world time: copied, a retired memory "
-            "would be current again; migrate into an SQLite or PostgreSQL store"
+            "would be current again; migrate into an SQLite or PostgreSQL store, or pass "
+            "drop_superseded=True (agentrecall migrate --drop-superseded) to copy the current "
+            "memories only, without world time"
         )
     if scopes and _scope_label(record):
         return (
@@ -369,12 +391,12 @@ def _loss(record: MemoryRecord, scopes: bool, expiry: bool) -> str:
 
 
 async def _first_of(
-    source: RecordSource, batch: int, wanted: Callable[[MemoryRecord], bool]
+    source: RecordSource, batch: int, retired: bool, wanted: Callable[[MemoryRecord], bool]
 ) -> MemoryRecord | None:
-    """Return the first memory of ``source`` that is ``wanted``, or ``None``."""
+    """Return the first memory of ``source`` (``retired`` ones too) that is ``wanted``."""
     done = 0
     while True:
-        records = await _page(source, done, batch)
+        records = await _page(source, done, batch, retired)
         for record in records:
             if wanted(record):
                 return record
@@ -387,19 +409,19 @@ def _capabilities(store: object) -> frozenset[Capability]:
     return frozenset(getattr(store, "capabilities", ()))
 
 
-async def _page(source: RecordSource, offset: int, limit: int) -> list[MemoryRecord]:
-    """Return a page of the source's memories, its retired ones too where it keeps them."""
-    if Capability.SUPERSEDE in _capabilities(source):
-        retired: list[MemoryRecord] = await cast(Any, source).list(
+async def _page(source: RecordSource, offset: int, limit: int, retired: bool) -> list[MemoryRecord]:
+    """Return a page of the source's memories, with ``retired`` its retired ones too."""
+    if retired and Capability.SUPERSEDE in _capabilities(source):
+        every: list[MemoryRecord] = await cast(Any, source).list(
             offset=offset, limit=limit, include_superseded=True
         )
-        return retired
+        return every
     return await source.list(offset=offset, limit=limit)
 
 
-async def _count(source: RecordSource) -> int:
+async def _count(source: RecordSource, retired: bool) -> int:
     """Return how many memories :func:`_page` gives in all."""
-    if Capability.SUPERSEDE in _capabilities(source):
+    if retired and Capability.SUPERSEDE in _capabilities(source):
         total: int = await cast(Any, source).count(include_superseded=True)
         return total
     return await source.count()
@@ -483,6 +505,7 @@ async def migrate_files(
     flatten: bool = False,
     drop_history: bool = False,
     drop_expiry: bool = False,
+    drop_superseded: bool = False,
     embedder: Embedder | None = None,
 ) -> MigrationResult:
     """Copy the store in file ``source`` into the store in file ``destination``.
@@ -520,6 +543,7 @@ async def migrate_files(
         raise _no_vectors(destination)
     options: dict[str, Any] = {"batch": batch, "progress": progress}
     options.update(flatten=flatten, drop_history=drop_history, drop_expiry=drop_expiry)
+    options.update(drop_superseded=drop_superseded)
     reader = open_store(source, must_exist=True)
     try:
         if kind == "json":

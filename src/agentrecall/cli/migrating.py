@@ -49,7 +49,7 @@ def migrate_to(args: argparse.Namespace) -> MigrationResult:
     if store_kind(destination) == "sqlite":
         opening.note_if_empty(destination, size)
     options = {"flatten": args.flatten, "drop_history": args.drop_history}
-    options.update(drop_expiry=args.drop_expiry)
+    options.update(drop_expiry=args.drop_expiry, drop_superseded=args.drop_superseded)
     try:
         with terminal_bar() as bar:
             return asyncio.run(

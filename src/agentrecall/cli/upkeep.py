@@ -68,6 +68,11 @@ def register_file_commands(commands: Any, parents: Parents) -> None:
         action="store_true",
         help="copy memories that expire without their expiry, kept for good (into a JSON file)",
     )
+    migrate.add_argument(
+        "--drop-superseded",
+        action="store_true",
+        help="copy current memories only, without world time (into a JSON file)",
+    )
     embedding.add_option(
         migrate,
         each="each copied memory's",
