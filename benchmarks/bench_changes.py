@@ -30,8 +30,8 @@ What is reported, per run:
 
 And the cost (``changes_latency.py``): default and ``as_of`` search over ``--latency-size``
 memories (1M by default) with 10% of them retired, each against the same default search by
-the code of ``--baseline`` (a git ref: ``main``, the code before facts could change) on the
-same memories all current.
+the code of ``--baseline`` (a git ref; by default ``349120e``, the last commit before facts
+could change) on the same memories all current.
 
 Run: ``.venv/bin/python benchmarks/bench_changes.py`` (or ``make bench``; about 10 minutes
 here). Writes ``benchmarks/results/changes.md`` and ``changes.json`` and prints the table.
@@ -449,7 +449,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--latency-size", type=int, default=1_000_000, metavar="N", help="0 skips the cost"
     )
-    parser.add_argument("--baseline", default="main", metavar="REF", help="git ref to compare")
+    parser.add_argument("--baseline", default="349120e", metavar="REF", help="git ref to compare")
     parser.add_argument("--model-url", metavar="URL", help="an OpenAI-compatible API root")
     parser.add_argument("--model", metavar="NAME", help="the model name, with --model-url")
     parser.add_argument("--output", type=Path, default=RESULTS, metavar="FILE.md")

@@ -6,9 +6,10 @@ Two SQLite stores of the same ``size`` corpus memories (``corpus.py``, LoCoMo de
 
 * **this checkout**: every 10th memory retired by the next one (``invalidated_at`` its
   ``created_at``, ``superseded_by`` its id), so 10% of the memories are retired;
-* **baseline**: the ``src`` of another git ref (``main``: before facts could change), taken
-  with ``git archive`` into a temporary directory and put first on ``PYTHONPATH``; the same
-  records with every memory current (that code knows no retirement).
+* **baseline**: the ``src`` of another git ref (by default ``349120e``, the last commit
+  before facts could change), taken with ``git archive`` into a temporary directory and put
+  first on ``PYTHONPATH``; the same records with every memory current (that code knows no
+  retirement).
 
 Each store is then searched in fresh processes with 200 LoCoMo questions (20 other questions
 first, untimed), 10 hits each: the baseline's default search, this checkout's default search
