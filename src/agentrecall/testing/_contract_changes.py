@@ -145,6 +145,38 @@ class ChangesContract(ContractBase):
         score(hits[old.id])
 
     @pytest.mark.asyncio
+    async def test_supersede_many_retired_memories_crowd_no_current_one_out(
+        self, store: Any, clock: ManualClock
+    ) -> None:
+        """A current memory is found even when hundreds of newer retired ones share its words.
+
+        A search that picked its best candidates before leaving retired memories out would
+        return only the newest fact of a long chain, and never the older current memory.
+        """
+        require(store, Capability.SUPERSEDE, Capability.IMPORT)
+        home = await store.add("The user lives in Paris")
+        clock.advance(1)
+        job = await store.add("The user works at company 300")
+        retired = [
+            MemoryRecord(
+                id=f"retired-job-{n}",
+                content=f"The user works at company {n}",
+                created_at=now(clock),
+                invalidated_at=now(clock),
+                superseded_by=job.id,
+            )
+            for n in range(300)
+        ]
+        assert await store.import_records(retired) == 300
+        clock.advance(1)
+        options: list[dict[str, Any]] = [{}]
+        if has(store, Capability.SEMANTIC):
+            options += [{"mode": "semantic"}, {"mode": "hybrid"}, {"neighbours": True}]
+        for option in options:
+            found = await store.search("the user", {**option, "max_search_results": 5})
+            assert sorted(ids_of(found)) == sorted([home.id, job.id]), option
+
+    @pytest.mark.asyncio
     async def test_supersede_retires_several_memories_by_one(
         self, store: Any, clock: ManualClock
     ) -> None:

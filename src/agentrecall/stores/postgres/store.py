@@ -588,7 +588,13 @@ class PostgresStore(front.StoreFront):
 
         async def read(connection: Connection, tables: Tables) -> list[Hit]:
             where, params = tables.where(conditions, now)
-            narrowed = conditions.filtered or conditions.scope != Scope()
+            narrowed = (
+                conditions.filtered
+                or conditions.scope != Scope()
+                or conditions.as_of is not None
+                or conditions.valid_at is not None
+                or await vectors.crowded(connection, tables, conditions)
+            )
             marked = conditions.include_superseded
             found = await vectors.nearest(
                 connection, tables, model, vector, where, params, wanted, narrowed, marked

@@ -36,6 +36,7 @@ from psycopg import errors
 from agentrecall.embeddings.base import Embedder
 from agentrecall.embeddings.vectors import check_dimension, embed_checked, l2_normalize
 from agentrecall.errors import InvalidArgumentError, StorageError
+from agentrecall.stores.front import Conditions
 from agentrecall.stores.hybrid import Hit, semantic_hit
 from agentrecall.stores.postgres.tables import Connection, Params, Tables
 
@@ -515,6 +516,25 @@ async def nearest(
     found: list[Any] = await cursor.fetchall()
     ranked = sorted((row for row in found if row[3] > 0), key=lambda row: -row[3])
     return [with_marks(semantic_hit(row[:3], float(row[3])), row[4:]) for row in ranked]
+
+
+async def crowded(connection: Connection, tables: Tables, conditions: Conditions) -> bool:
+    """Whether retired memories left out may crowd current ones out of a walk of the graph.
+
+    A walk keeps the nearest vectors, then its conditions: when many retired memories lie
+    nearer than a current one (a fact superseded a hundred times), the walk may end before
+    reaching it. Such a search is counted as a narrowed one is, and compares the query with
+    every current memory when they are few. One probe of the index of retired memories.
+    """
+    if conditions.include_superseded:
+        return False
+    cursor = await connection.execute(
+        f"SELECT EXISTS (SELECT 1 FROM {tables.memories} WHERE store = %s "
+        "AND superseded_by IS NOT NULL)",
+        [tables.store],
+    )
+    row = await cursor.fetchone()
+    return bool(row and row[0])
 
 
 def with_marks(hit: Hit, marks: Sequence[Any]) -> Hit:

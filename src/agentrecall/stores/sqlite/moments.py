@@ -22,6 +22,7 @@ memories retired after ``T`` are not marked retired: at ``T`` they were current.
 from __future__ import annotations
 
 import dataclasses
+import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -138,6 +139,10 @@ def row_then(row: Row, as_of: str | None) -> Row:
     return (*row[:4], None, None)
 
 
+_ANY_RETIRED = (
+    "SELECT 1 FROM memories INDEXED BY memories_retired WHERE invalidated_at IS NOT NULL LIMIT 1"
+)
+
 CANDIDATE_COLUMNS = "m.seq, m.id, m.content, m.metadata, m.invalidated_at, m.superseded_by"
 """A search's candidate row, over alias ``m`` (see :func:`agentrecall.stores.records.hit`)."""
 
@@ -150,17 +155,30 @@ class Then:
         as_of: the moment, or ``None`` for now.
         versions: SQL and parameters selecting the history part's candidate rows
             (:data:`CANDIDATE_COLUMNS`, every one meeting the search's conditions), or ``None``.
+        hides_retired: whether the search leaves retired memories out.
     """
 
     as_of: str | None = None
     versions: tuple[str, Params] | None = None
+    hides_retired: bool = True
 
     @classmethod
     def of(cls, found: Conditions) -> Then:
         """Return the history part of a search with conditions ``found``."""
         if found.as_of is None:
-            return NOW
-        return cls(found.as_of, past(found, CANDIDATE_COLUMNS))
+            return NOW if not found.include_superseded else cls(hides_retired=False)
+        return cls(found.as_of, past(found, CANDIDATE_COLUMNS), not found.include_superseded)
+
+    def crowded(self, db: sqlite3.Connection) -> bool:
+        """Whether retired memories left out may crowd current ones out of the best candidates.
+
+        A search picks the best memories by their words, then applies its conditions: when
+        many retired memories share a query's words (a fact superseded a hundred times), the
+        best would all be retired and a current memory further down never picked. Such a
+        search must check its conditions as a filtered search does; a store that holds no
+        retired memory (one probe of their partial index) keeps the cheaper way.
+        """
+        return self.hides_retired and db.execute(_ANY_RETIRED).fetchone() is not None
 
     def rows(self, rows: Sequence[Row]) -> list[Row]:
         """Return candidate rows as they were at the moment (see :func:`row_then`)."""
