@@ -174,9 +174,10 @@ class Then:
 
         A search picks the best memories by their words, then applies its conditions: when
         many retired memories share a query's words (a fact superseded a hundred times), the
-        best would all be retired and a current memory further down never picked. Such a
-        search must check its conditions as a filtered search does; a store that holds no
-        retired memory (one probe of their partial index) keeps the cheaper way.
+        best would all be retired and a current memory further down never picked
+        (:func:`~agentrecall.stores.sqlite.candidates.candidates` then checks the conditions
+        as a filtered search does). A store that holds no retired memory (one probe of their
+        partial index) never is.
         """
         return self.hides_retired and db.execute(_ANY_RETIRED).fetchone() is not None
 

@@ -92,8 +92,8 @@ def ranked_search(
         plans = plan_terms(df, total)
         rows = [row[:6] for row in waiting if row[6]] + past
         if any(plan.postings != 0 for plan in plans):
-            inside = filtered or then.crowded(db)
-            checks = Checks(where, params, inside, narrowed, max(CANDIDATES, limit), limit)
+            wanted = max(CANDIDATES, limit)
+            checks = Checks(where, params, filtered, narrowed, wanted, limit, then.crowded(db))
             rows += candidates(db, plans, floors, scope, checks, total)
         weights = {terms[plan.term]: plan.weight for plan in plans}
         long = [row[0] for row in rows if len(row[2]) > LONG_TEXT and row[0] > 0]
