@@ -593,7 +593,6 @@ class PostgresStore(front.StoreFront):
                 or conditions.scope != Scope()
                 or conditions.as_of is not None
                 or conditions.valid_at is not None
-                or await vectors.crowded(connection, tables, conditions)
             )
             marked = conditions.include_superseded
             found = await vectors.nearest(

@@ -36,7 +36,6 @@ from psycopg import errors
 from agentrecall.embeddings.base import Embedder
 from agentrecall.embeddings.vectors import check_dimension, embed_checked, l2_normalize
 from agentrecall.errors import InvalidArgumentError, StorageError
-from agentrecall.stores.front import Conditions
 from agentrecall.stores.hybrid import Hit, semantic_hit
 from agentrecall.stores.postgres.tables import Connection, Params, Tables
 
@@ -477,7 +476,8 @@ async def nearest(
     With ``marked``, a retired memory's hit carries ``_invalidatedAt`` and ``_supersededBy``.
 
     Only memories whose cosine similarity to the query is positive are returned. A search
-    ``narrowed`` by a scope, a filter or time bounds to at most :data:`EXACT_UNDER` memories
+    ``narrowed`` by a scope, a filter or time bounds (or leaving out the retired memories of a
+    store that holds some, see :func:`_bounded_count`) to at most :data:`EXACT_UNDER` memories
     compares the query with each of them, and returns the exact nearest, newer first on equal
     distances (as ``SQLiteStore`` does); any other search walks the HNSW index. The search of
     a whole store is not counted: the store is what the index holds.
@@ -501,9 +501,9 @@ async def nearest(
         "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
         f"set_config('enable_bitmapscan', CASE WHEN c.n <= {int(EXACT_UNDER)} "
         "THEN current_setting('enable_bitmapscan') ELSE 'off' END, true) "
-        f"FROM {tables.schema}.stores, LATERAL ({_bounded_count(tables, where, narrowed)}) AS c "
-        "WHERE store = %s",
-        [*(params if narrowed else []), tables.store],
+        f"FROM {tables.schema}.stores, LATERAL ({_bounded_count(tables, where, narrowed, marked)}) "
+        "AS c WHERE store = %s",
+        [*_count_params(tables, params, narrowed, marked), tables.store],
     )
     row = await cursor.fetchone()
     if row is None or not row[0]:
@@ -516,25 +516,6 @@ async def nearest(
     found: list[Any] = await cursor.fetchall()
     ranked = sorted((row for row in found if row[3] > 0), key=lambda row: -row[3])
     return [with_marks(semantic_hit(row[:3], float(row[3])), row[4:]) for row in ranked]
-
-
-async def crowded(connection: Connection, tables: Tables, conditions: Conditions) -> bool:
-    """Whether retired memories left out may crowd current ones out of a walk of the graph.
-
-    A walk keeps the nearest vectors, then its conditions: when many retired memories lie
-    nearer than a current one (a fact superseded a hundred times), the walk may end before
-    reaching it. Such a search is counted as a narrowed one is, and compares the query with
-    every current memory when they are few. One probe of the index of retired memories.
-    """
-    if conditions.include_superseded:
-        return False
-    cursor = await connection.execute(
-        f"SELECT EXISTS (SELECT 1 FROM {tables.memories} WHERE store = %s "
-        "AND superseded_by IS NOT NULL)",
-        [tables.store],
-    )
-    row = await cursor.fetchone()
-    return bool(row and row[0])
 
 
 def with_marks(hit: Hit, marks: Sequence[Any]) -> Hit:
@@ -552,14 +533,34 @@ def with_marks(hit: Hit, marks: Sequence[Any]) -> Hit:
     return hit
 
 
-def _bounded_count(tables: Tables, where: str, narrowed: bool) -> str:
-    """A query of ``n``: the memories meeting ``where`` up to one too many, or NULL uncounted."""
-    if not narrowed:
-        return "SELECT NULL::bigint AS n"
-    return (
-        f"SELECT count(*) AS n FROM (SELECT 1 FROM {tables.memories} AS m WHERE {where} "
-        f"LIMIT {int(EXACT_UNDER) + 1}) AS c"
+def _bounded_count(tables: Tables, where: str, narrowed: bool, marked: bool) -> str:
+    """A query of ``n``: the memories meeting ``where`` up to one too many, or NULL uncounted.
+
+    A search that leaves retired memories out (not ``marked``) is counted too when the store
+    holds any (one probe of their index): a walk keeps the nearest vectors before its
+    conditions, and when many retired memories lie nearer than a current one (a fact
+    superseded a hundred times) it may end before reaching it; counted, a search among few
+    current memories compares the query with each of them instead.
+    """
+    counted = (
+        f"(SELECT count(*) FROM (SELECT 1 FROM {tables.memories} AS m WHERE {where} "
+        f"LIMIT {int(EXACT_UNDER) + 1}) AS c)"
     )
+    if narrowed:
+        return f"SELECT {counted} AS n"
+    if not marked:
+        return (
+            f"SELECT CASE WHEN EXISTS (SELECT 1 FROM {tables.memories} WHERE store = %s "
+            f"AND superseded_by IS NOT NULL) THEN {counted} END AS n"
+        )
+    return "SELECT NULL::bigint AS n"
+
+
+def _count_params(tables: Tables, params: Params, narrowed: bool, marked: bool) -> Params:
+    """The parameters of :func:`_bounded_count`'s query, in the order it takes them."""
+    if narrowed:
+        return list(params)
+    return [] if marked else [tables.store, *params]
 
 
 def _walk(
